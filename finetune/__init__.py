@@ -1,0 +1,1 @@
+"""Training the local judge. Installed as ``judgegraph.finetune``."""

@@ -1,0 +1,1 @@
+"""Prebuilt evaluation graphs. Installed as ``judgegraph.graphs``."""

@@ -1,0 +1,63 @@
+"""Bounded retries with backoff, shared by the HTTP backends."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from ._backend import BackendError
+from .types import RetryPolicy
+
+T = TypeVar("T")
+
+
+class Retryable(Exception):
+    """Raised by a backend's single attempt when trying again may help."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # HTTP-date form: fall back to our own backoff
+
+
+async def with_retries(
+    attempt: Callable[[], Awaitable[T]], policy: RetryPolicy, what: str
+) -> tuple[T, int, float]:
+    """Run ``attempt`` until it succeeds; return (value, attempts, latency of the last try).
+
+    ``attempt`` raises :class:`Retryable` for 429/5xx/timeouts/resets and
+    :class:`BackendError` (or anything else) for failures not worth repeating.
+    """
+    delay = policy.initial_delay_s
+    for n in range(1, policy.max_attempts + 1):
+        started = time.perf_counter()
+        try:
+            value = await asyncio.wait_for(attempt(), timeout=policy.timeout_s)
+            return value, n, time.perf_counter() - started
+        except (Retryable, TimeoutError) as exc:
+            reason = str(exc) or f"timed out after {policy.timeout_s}s"
+            if n == policy.max_attempts:
+                raise BackendError(
+                    f"{what}: gave up after {n} attempts: {reason}", attempts=n, retryable=True
+                ) from None
+            wait = random.uniform(0, delay) if policy.jitter else delay
+            hint = exc.retry_after_s if isinstance(exc, Retryable) else None
+            if hint is not None:
+                wait = hint
+            await asyncio.sleep(min(wait, policy.max_delay_s))
+            delay = min(delay * policy.backoff, policy.max_delay_s)
+        except BackendError as exc:
+            exc.attempts = n
+            raise
+    raise AssertionError("unreachable")
