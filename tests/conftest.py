@@ -1,0 +1,52 @@
+"""Shared fixtures. Nothing here calls out: models are built offline, servers
+listen on 127.0.0.1 only."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+# Stray hub calls must fail fast rather than hang; HTTP backends are tested
+# against loopback servers, so these do not block them (see NOTES: only the
+# HF_HUB_OFFLINE flag does, and we do not set it).
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data``; tests that need it skip cleanly in a user's clone."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data is not present (it ships beside the repo only on the team's machines)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An untrained 2-layer Qwen2 with a BPE tokenizer, built offline."""
+    pytest.importorskip("torch")
+    from judgegraph.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="session")
+def format_model(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model after a short run that teaches it ``Fine. [RESULT] n``."""
+    from _format_training import teach_format
+
+    return teach_format(tiny_model, tmp_path_factory.mktemp("tiny-fmt") / "model")
+
+
+@pytest.fixture
+def loopback() -> Iterator[type]:
+    """The LoopbackServer class; use it as a context manager in the test."""
+    from judgegraph.testing import LoopbackServer
+
+    yield LoopbackServer
