@@ -193,9 +193,8 @@ class BaseJudge(Runnable[Any, OutT], Generic[InT, OutT]):
             try:
                 parsed = parse_output(res.text, kind=self.template.parser, scale=scale, structured=structured)
             except ParseError as exc:
-                reason = exc.reason
-                if res.finish_reason == "length":
-                    reason += " (output was cut off at max_tokens)"
+                this = exc.reason + (" (output was cut off at max_tokens)" if res.finish_reason == "length" else "")
+                reason = this if reason is None else f"{reason}; after a repair request: {this}"
                 if round_ == 0 and self.repair:
                     fmt = (self.template.json_format if structured else self.template.text_format)
                     fix = _REPAIR.format(reason=exc.reason, fmt=fmt.format(lo=scale[0], hi=scale[1]))

@@ -51,11 +51,17 @@ async def with_retries(
                 raise BackendError(
                     f"{what}: gave up after {n} attempts: {reason}", attempts=n, retryable=True
                 ) from None
-            wait = random.uniform(0, delay) if policy.jitter else delay
+            wait = min(random.uniform(0, delay) if policy.jitter else delay, policy.max_delay_s)
             hint = exc.retry_after_s if isinstance(exc, Retryable) else None
             if hint is not None:
+                if hint > policy.max_retry_after_s:
+                    raise BackendError(
+                        f"{what}: server asked to retry after {hint:g}s (over max_retry_after_s): {reason}",
+                        attempts=n,
+                        retryable=True,
+                    ) from None
                 wait = hint
-            await asyncio.sleep(min(wait, policy.max_delay_s))
+            await asyncio.sleep(wait)
             delay = min(delay * policy.backoff, policy.max_delay_s)
         except BackendError as exc:
             exc.attempts = n

@@ -256,7 +256,8 @@ class RubricResult(_Result):
 class RetryPolicy(_Frozen):
     """Bounded retries with exponential backoff and full jitter.
 
-    A server's ``retry-after`` wins over the computed delay, capped at max_delay_s.
+    A server's ``retry-after`` replaces the computed delay; one longer than
+    ``max_retry_after_s`` ends the retries rather than stall the caller.
     """
 
     max_attempts: int = Field(default=4, ge=1)
@@ -265,6 +266,9 @@ class RetryPolicy(_Frozen):
     max_delay_s: float = Field(default=20.0, ge=0)
     jitter: bool = True
     timeout_s: float = Field(default=60.0, gt=0, description="per attempt")
+    max_retry_after_s: float = Field(
+        default=60.0, ge=0, description="a longer retry-after than this ends the retries"
+    )
 
 
 class SwapPolicy(_Frozen):
