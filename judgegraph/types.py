@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 __all__ = [
     "Criterion",
     "ConversationInput",
+    "MemberRecord",
     "Message",
     "PairwiseInput",
     "PairwiseVerdict",
@@ -26,6 +27,7 @@ __all__ = [
     "RubricResult",
     "Status",
     "SwapPolicy",
+    "TierRecord",
     "Usage",
     "Winner",
 ]
@@ -180,6 +182,33 @@ class Provenance(_Frozen):
     status: Status = Status.OK
 
 
+class TierRecord(_Frozen):
+    """What one cascade tier did with an item: answered, and either decided or escalated."""
+
+    tier: int = Field(ge=0)
+    judge: str
+    status: Status
+    decided: bool = Field(description="this tier's verdict is the final one")
+    reason: str = Field(description="why the tier kept or escalated the item")
+    verdict: str | None = Field(default=None, description="the tier's own winner or score")
+    confidence: float | None = None
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+
+
+class MemberRecord(_Frozen):
+    """One ensemble member's vote, or why it was left out."""
+
+    judge: str
+    status: Status
+    weight: float = 1.0
+    verdict: str | None = None
+    confidence: float | None = None
+    reason: str | None = None
+    cost_usd: float | None = None
+    latency_s: float = 0.0
+
+
 class _Result(_Frozen):
     status: Status
     rationale: str | None = None
@@ -187,10 +216,17 @@ class _Result(_Frozen):
     raw_text: str | None = None
     reason: str | None = Field(default=None, description="why status is not ok")
     provenance: Provenance | None = None
+    tiers: tuple[TierRecord, ...] = Field(default=(), description="cascade tiers this item went through")
+    members: tuple[MemberRecord, ...] = Field(default=(), description="ensemble members' votes")
 
     @property
     def ok(self) -> bool:
         return self.status is Status.OK
+
+    @property
+    def decided_by(self) -> str | None:
+        """The judge whose verdict this is, when a cascade produced it."""
+        return next((t.judge for t in self.tiers if t.decided), None)
 
 
 class PointwiseScore(_Result):
