@@ -1,0 +1,73 @@
+"""How graphs find their judges: by key in the run's context, like backends.
+
+A graph is built once and reused; which model judges is decided per run.
+So a graph holds a judge *key* (or, if you prefer, a fixed judge object),
+and each node looks the key up in ``runtime.context``. The judge then finds
+its own backend in the same context (see ``BaseJudge.resolve_backend``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol, TypedDict, runtime_checkable
+
+from langgraph.runtime import Runtime
+
+from judgegraph._backend import Backend
+
+__all__ = ["JudgeContext", "JudgeLike", "JudgeSpec", "emit", "lookup_judge"]
+
+
+@runtime_checkable
+class JudgeLike(Protocol):
+    """Anything with BaseJudge's async API: judges, ensembles, cascades."""
+
+    async def ajudge(self, value: Any, *, context: Any = None) -> Any: ...
+
+
+JudgeSpec = JudgeLike | str
+"""A judge object, or the key under which the run's context holds one."""
+
+
+class JudgeContext(TypedDict, total=False):
+    """The default runtime context of every graph here.
+
+    It is a plain dict at run time, so it may hold more keys than these:
+    e.g. the backend keys an ensemble's members look up.
+    """
+
+    judge: JudgeLike
+    turn_judge: JudgeLike
+    conversation_judge: JudgeLike
+    backend: Backend
+
+
+def _find(context: Any, key: str) -> Any:
+    if context is None:
+        return None
+    if isinstance(context, Mapping):
+        return context.get(key)
+    return getattr(context, key, None)
+
+
+def lookup_judge(spec: JudgeSpec, context: Any, *, graph: str) -> JudgeLike:
+    """The judge ``spec`` names. A missing or wrong judge is a set-up error
+    and raises, naming the key, rather than yielding a failed verdict."""
+    if not isinstance(spec, str):
+        return spec
+    found = _find(context, spec)
+    if found is None:
+        raise LookupError(f"{graph} graph: no judge under {spec!r} in the runtime context")
+    if not callable(getattr(found, "ajudge", None)):
+        raise TypeError(f"{graph} graph: context[{spec!r}] is a {type(found).__name__}, which has no async ajudge()")
+    return found  # type: ignore[no-any-return]
+
+
+def judge_name(judge: Any) -> str:
+    return str(getattr(judge, "name", None) or type(judge).__name__)
+
+
+def emit(runtime: Runtime[Any] | None, payload: dict[str, Any]) -> None:
+    """Put a verdict on the ``custom`` stream as soon as it exists."""
+    if runtime is not None:
+        runtime.stream_writer(payload)

@@ -1,0 +1,44 @@
+"""A checkpoint serializer that knows judgegraph's types.
+
+LangGraph's msgpack serializer warns on every type it was not told about,
+and will refuse them in strict mode. Graph state here holds judge inputs and
+results, so a checkpointer for these graphs should be built with this.
+"""
+
+from __future__ import annotations
+
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from judgegraph import types as jt
+
+from .batch import ItemError
+from .guardrail import GuardrailDecision
+from .multiturn import ConversationVerdict, TurnVerdict
+
+__all__ = ["checkpoint_serde"]
+
+_TYPES: tuple[type, ...] = (
+    jt.ConversationInput,
+    jt.Criterion,
+    jt.Message,
+    jt.PairwiseInput,
+    jt.PairwiseVerdict,
+    jt.PointwiseInput,
+    jt.PointwiseScore,
+    jt.Provenance,
+    jt.Rubric,
+    jt.RubricResult,
+    jt.Status,
+    jt.SwapPolicy,
+    jt.Usage,
+    ConversationVerdict,
+    GuardrailDecision,
+    ItemError,
+    TurnVerdict,
+)
+
+
+def checkpoint_serde(*extra: type) -> JsonPlusSerializer:
+    """``AsyncSqliteSaver(conn, serde=checkpoint_serde())``. Pass the result
+    and input types of your own judges (e.g. an ensemble's) as ``extra``."""
+    return JsonPlusSerializer(allowed_msgpack_modules=[*_TYPES, *extra])

@@ -1,0 +1,207 @@
+"""Guardrail graph, for online use inside an app's graph.
+
+A candidate answer is judged, then passed, sent back for revision, or
+blocked::
+
+    START -> judge -> pass   -> END
+                   -> block  -> END
+                   -> revise -> reviser -> judge   (at most max_revisions times)
+
+Input keys: ``instruction`` (the user's request), ``answer`` (the candidate)
+and optionally ``reference``. The judge's verdict, its ``feedback`` (the
+rationale, for the reviser) and a :class:`GuardrailDecision` with the action
+and its reason are written to state; ``answer`` holds the last revision.
+
+Latency budget: each judge call runs under ``timeout_s``. A judge that
+times out, errors or answers unreadably is *down* for this request, and the
+declared ``fail_policy`` decides: ``"open"`` lets the answer through,
+``"closed"`` blocks it. Either way the decision records that the policy, not
+the judge, decided.
+
+The graph has one node on the hot path, so it adds little over the bare
+judge call (see ``bench/guardrail.py``). Keep a file-backed checkpointer off
+it: it costs about 10 ms per step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal, Required, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Checkpointer
+from pydantic import BaseModel, ConfigDict
+
+from judgegraph._judge import coerce_input
+from judgegraph.types import PointwiseInput, Rubric, Status
+
+from ._context import JudgeContext, JudgeSpec, emit, lookup_judge
+
+__all__ = [
+    "Action",
+    "FailPolicy",
+    "GuardrailDecision",
+    "GuardrailGraphInput",
+    "GuardrailGraphOutput",
+    "GuardrailState",
+    "create_guardrail_graph",
+]
+
+Action = Literal["pass", "revise", "block"]
+FailPolicy = Literal["open", "closed"]
+
+
+class GuardrailDecision(BaseModel):
+    """What the guardrail did with the answer, and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    action: Action
+    reason: str
+    score: float | None = None
+    judge_status: Status
+    timed_out: bool = False
+    fail_policy_applied: bool = False  # the judge was down; the declared policy decided
+    revisions: int = 0  # revisions the judged answer had been through
+
+
+class GuardrailGraphInput(TypedDict, total=False):
+    instruction: Required[str]
+    answer: Required[str]
+    reference: str | None
+
+
+class GuardrailGraphOutput(TypedDict, total=False):
+    answer: str
+    decision: GuardrailDecision
+    verdict: Any  # the judge's last result; None when it timed out
+    feedback: str | None
+
+
+class GuardrailState(GuardrailGraphInput, total=False):
+    decision: GuardrailDecision
+    verdict: Any
+    feedback: str | None
+    revisions: int
+    revising: bool  # set only between a "revise" decision and the next judgement
+
+
+def _score_of(verdict: Any) -> float | None:
+    for attr in ("score", "weighted_score"):
+        value = getattr(verdict, attr, None)
+        if isinstance(value, int | float):
+            return float(value)
+    return None
+
+
+def create_guardrail_graph(
+    *,
+    fail_policy: FailPolicy,
+    threshold: float,
+    judge: JudgeSpec = "judge",
+    rubric: Rubric | None = None,
+    timeout_s: float = 5.0,
+    reviser: Any = None,
+    max_revisions: int = 1,
+    context_schema: type[Any] = JudgeContext,
+    checkpointer: Checkpointer = None,
+    name: str = "guardrail",
+) -> CompiledStateGraph[GuardrailState, Any, GuardrailGraphInput, GuardrailGraphOutput]:
+    """A compiled guardrail graph.
+
+    ``fail_policy`` (required) is what happens when the judge is down.
+    An answer passes when the judge's score (``weighted_score`` for rubric
+    judges) is at least ``threshold``. ``rubric`` is the policy the answer
+    is graded against. ``reviser`` is a node (function, runnable or graph)
+    that reads ``answer`` and ``feedback`` and returns a new ``answer``;
+    without one, an answer below the threshold is blocked. Each round is
+    two graph steps: raise ``recursion_limit`` above 25 for more than about
+    ten rounds.
+    """
+    if timeout_s <= 0:
+        raise ValueError("timeout_s must be positive")
+    if max_revisions < 0:
+        raise ValueError("max_revisions must be >= 0")
+    if fail_policy not in ("open", "closed"):
+        raise ValueError(f"fail_policy must be 'open' or 'closed', got {fail_policy!r}")
+    allowed = max_revisions if reviser is not None else 0
+    fallback: Action = "pass" if fail_policy == "open" else "block"
+
+    async def judge_answer(state: GuardrailState, runtime: Runtime[Any]) -> dict[str, Any]:
+        # A fresh run starts at zero; only a pending revision carries the count over.
+        revisions = state.get("revisions", 0) if state.get("revising") else 0
+        fields: dict[str, Any] = {"instruction": state.get("instruction"), "response": state.get("answer")}
+        if state.get("reference") is not None:
+            fields["reference"] = state["reference"]
+        if rubric is not None:
+            fields["rubric"] = rubric
+        item = coerce_input(PointwiseInput, fields)
+        found = lookup_judge(judge, runtime.context, graph="guardrail")
+        verdict: Any = None
+        down: str | None = None
+        timed_out = False
+        try:
+            async with asyncio.timeout(timeout_s):
+                verdict = await found.ajudge(item, context=runtime.context)
+        except TimeoutError:
+            down, timed_out = f"the judge gave no verdict within {timeout_s:g} s", True
+        except Exception as exc:  # a crashing judge is down for this request, like a slow one
+            down = f"the judge failed: {type(exc).__name__}: {exc}"
+        status = Status.ERROR if verdict is None else getattr(verdict, "status", Status.OK)
+        score = _score_of(verdict) if verdict is not None else None
+        if down is None and status is not Status.OK:
+            down = f"the judge's verdict is {status.value}: {getattr(verdict, 'reason', None)}"
+        if down is None and score is None:
+            down = f"the judge's {type(verdict).__name__} has no score"
+        action: Action
+        if down is not None:
+            action = fallback
+            reason = f"{down}; fail-{fail_policy} policy: {'pass' if action == 'pass' else 'block'}"
+        elif score is not None and score >= threshold:
+            action, reason = "pass", f"score {score:g} >= threshold {threshold:g}"
+        elif revisions < allowed:
+            action = "revise"
+            reason = f"score {score:g} < threshold {threshold:g}; revision {revisions + 1} of {allowed}"
+        else:
+            action = "block"
+            why = f"after {revisions} revision(s)" if allowed else "and no reviser is set"
+            reason = f"score {score:g} < threshold {threshold:g} {why}"
+        decision = GuardrailDecision(
+            action=action,
+            reason=reason,
+            score=score,
+            judge_status=status,
+            timed_out=timed_out,
+            fail_policy_applied=down is not None,
+            revisions=revisions,
+        )
+        emit(runtime, {"graph": name, "decision": decision})
+        revise = action == "revise"
+        return {
+            "verdict": verdict,
+            "decision": decision,
+            "feedback": getattr(verdict, "rationale", None) if verdict is not None else None,
+            "revisions": revisions + 1 if revise else revisions,
+            "revising": revise,
+        }
+
+    def route(state: GuardrailState) -> str:
+        return "reviser" if state["decision"].action == "revise" else END
+
+    builder = StateGraph(
+        GuardrailState,
+        context_schema=context_schema,
+        input_schema=GuardrailGraphInput,
+        output_schema=GuardrailGraphOutput,
+    )
+    builder.add_node("judge", judge_answer)
+    builder.add_edge(START, "judge")
+    if reviser is not None:
+        builder.add_node("reviser", reviser)
+        builder.add_edge("reviser", "judge")
+        builder.add_conditional_edges("judge", route, ["reviser", END])
+    else:
+        builder.add_edge("judge", END)
+    return builder.compile(checkpointer=checkpointer, name=name)

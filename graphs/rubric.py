@@ -1,0 +1,132 @@
+"""Rubric graph: one branch per criterion (``Send``), then a weighted
+aggregate with each criterion's rationale kept.
+
+Input keys: ``instruction``, ``response``, optionally ``reference`` and
+``criteria`` (a list of :class:`~judgegraph.Criterion`; the factory's
+``criteria`` are used when absent). Output key: ``verdict`` (a RubricResult).
+The judge is a pointwise judge: each branch hands it the response with
+that criterion's rubric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Required, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Checkpointer, Send
+
+from judgegraph._judge import JudgeInputError, coerce_input, worst
+from judgegraph._rubric import weighted_score
+from judgegraph.types import Criterion, PointwiseInput, PointwiseScore, RubricResult, Status
+
+from ._context import JudgeContext, JudgeSpec, emit, lookup_judge
+from ._provenance import merge_provenance
+from ._reducers import merge_or_reset
+
+__all__ = ["RubricGraphInput", "RubricGraphOutput", "RubricState", "create_rubric_graph"]
+
+
+class RubricGraphInput(TypedDict, total=False):
+    instruction: Required[str]
+    response: Required[str]
+    reference: str | None
+    criteria: list[Criterion]
+
+
+class RubricGraphOutput(TypedDict):
+    verdict: RubricResult
+
+
+class RubricState(RubricGraphInput, total=False):
+    item: PointwiseInput
+    judged_criteria: list[Criterion]
+    scores: Annotated[dict[str, PointwiseScore], merge_or_reset]
+    verdict: RubricResult
+
+
+class _CriterionTask(TypedDict):
+    item: PointwiseInput
+    criterion: Criterion
+
+
+def _criteria(value: Any) -> list[Criterion]:
+    if not isinstance(value, Sequence) or isinstance(value, str) or not value:
+        raise JudgeInputError("criteria: give a non-empty list of criteria")
+    out = [coerce_input(Criterion, c, where=f"criteria[{i}]: ") for i, c in enumerate(value)]
+    names = [c.name for c in out]
+    if len(set(names)) != len(names):
+        raise JudgeInputError(f"criteria: names must be unique, got {names}")
+    return out
+
+
+def create_rubric_graph(
+    *,
+    judge: JudgeSpec = "judge",
+    criteria: Sequence[Criterion] | None = None,
+    context_schema: type[Any] = JudgeContext,
+    checkpointer: Checkpointer = None,
+    name: str = "rubric",
+) -> CompiledStateGraph[RubricState, Any, RubricGraphInput, RubricGraphOutput]:
+    """A compiled rubric graph. ``judge`` (a context key or a judge object)
+    must return a PointwiseScore; ``criteria`` are the default criteria."""
+    default = _criteria(criteria) if criteria is not None else None
+
+    async def prepare(state: RubricState, runtime: Runtime[Any]) -> dict[str, Any]:
+        fields = {k: state.get(k) for k in ("instruction", "response", "reference") if state.get(k) is not None}
+        item = coerce_input(PointwiseInput, fields)
+        given = state.get("criteria")
+        if given is None and default is None:
+            raise JudgeInputError("criteria: none in the input and none given to create_rubric_graph")
+        judged = _criteria(given) if given is not None else default
+        lookup_judge(judge, runtime.context, graph="rubric")
+        return {"item": item, "judged_criteria": judged, "scores": None}
+
+    def fan_out(state: RubricState) -> list[Send]:
+        item = state["item"]
+        return [Send("judge_criterion", _CriterionTask(item=item, criterion=c)) for c in state["judged_criteria"]]
+
+    async def criterion(task: _CriterionTask, runtime: Runtime[Any]) -> dict[str, Any]:
+        c = task["criterion"]
+        found = lookup_judge(judge, runtime.context, graph="rubric")
+        score = await found.ajudge(task["item"].model_copy(update={"rubric": c.rubric}), context=runtime.context)
+        if not isinstance(score, PointwiseScore):
+            raise TypeError(f"rubric graph: the judge returned a {type(score).__name__}, not a PointwiseScore")
+        emit(runtime, {"graph": name, "criterion": c.name, "verdict": score})
+        return {"scores": {c.name: score}}
+
+    async def aggregate(state: RubricState, runtime: Runtime[Any]) -> dict[str, Any]:
+        judged = state["judged_criteria"]
+        scores = {c.name: state["scores"][c.name] for c in judged}
+        status = worst([s.status for s in scores.values()])
+        prov = merge_provenance([s.provenance for s in scores.values()], status=status)
+        if status is not Status.OK:
+            failed = "; ".join(f"{n}: {s.reason}" for n, s in scores.items() if not s.ok)
+            verdict = RubricResult(status=status, criteria=scores, reason=failed, provenance=prov)
+        else:
+            confidences = [s.confidence for s in scores.values() if s.confidence is not None]
+            verdict = RubricResult(
+                status=Status.OK,
+                criteria=scores,
+                weighted_score=weighted_score(judged, scores),
+                rationale="\n".join(f"{n}: {s.rationale}" for n, s in scores.items() if s.rationale),
+                confidence=min(confidences) if len(confidences) == len(scores) else None,
+                provenance=prov,
+            )
+        emit(runtime, {"graph": name, "verdict": verdict})
+        return {"verdict": verdict}
+
+    builder = StateGraph(
+        RubricState, context_schema=context_schema, input_schema=RubricGraphInput, output_schema=RubricGraphOutput
+    )
+    builder.add_node("prepare", prepare)
+    # The ignore: langgraph's stubs reject any TypedDict input_schema; it works at run time.
+    builder.add_node("judge_criterion", criterion, input_schema=_CriterionTask)  # type: ignore[arg-type]
+    builder.add_node("aggregate", aggregate)
+    builder.add_edge(START, "prepare")
+    builder.add_conditional_edges("prepare", fan_out, ["judge_criterion"])
+    builder.add_edge("judge_criterion", "aggregate")
+    builder.add_edge("aggregate", END)
+    return builder.compile(checkpointer=checkpointer, name=name)
