@@ -1,0 +1,54 @@
+"""The ``judgegraph`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="LLM-as-a-judge components for LangGraph.")
+console = Console()
+
+
+@app.command()
+def templates() -> None:
+    """List the registered prompt templates."""
+    from ._templates import list_templates
+
+    table = Table("id", "version", "kind", "output")
+    for t in list_templates():
+        table.add_row(t.id, str(t.version), t.kind, t.parser)
+    console.print(table)
+
+
+@app.command()
+def quickstart(
+    workdir: Annotated[Path, typer.Option(help="where models and results go")] = Path(".judgegraph/quickstart"),
+) -> None:
+    """The main job. For now a smoke run of the in-process judging path."""
+    smoke(workdir)
+
+
+@app.command()
+def smoke(
+    workdir: Annotated[Path, typer.Option(help="where the tiny model is built")] = Path(".judgegraph/smoke"),
+) -> None:
+    """Pairwise and pointwise judging on the in-process backend, with a tiny
+    model built offline. It checks the plumbing, not judging quality: an
+    untrained model's outputs are expected to come back as ``unparsed``."""
+    from ._smoke import run_smoke
+
+    rows = asyncio.run(run_smoke(workdir))
+    table = Table("judge", "status", "verdict", "reason", title="SMOKE RUN (untrained tiny model)")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    console.print("[bold yellow]This was a smoke run of the plumbing on an untrained tiny model.[/]")
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()
