@@ -1,0 +1,78 @@
+"""Meta-evaluation: how well a judge agrees with humans, and how it is biased.
+
+Every function takes plain values or our result objects (``PairwiseVerdict``,
+``PointwiseScore``, ``RubricResult``), predictions first and references second.
+Failed items (status ``unparsed``/``error``; ``None`` or NaN in plain lists) are
+handled by an explicit ``unparsed=`` policy — ``"exclude"``, ``"wrong"`` or
+``"tie"`` — and counted in every result's ``counts``.
+
+Needs the ``metrics`` extra (scipy, scikit-learn, krippendorff).
+"""
+
+from __future__ import annotations
+
+from ._agreement import (
+    ClassificationResult,
+    LabelScores,
+    accuracy,
+    agreement,
+    classification_scores,
+    cohen_kappa,
+    krippendorff_alpha,
+)
+from ._bias import (
+    LengthBiasResult,
+    PositionResult,
+    length_bias,
+    length_correlation,
+    position_consistency,
+    split_orders,
+)
+from ._breakdown import Breakdown, breakdown
+from ._calibration import (
+    CalibrationResult,
+    ReliabilityBin,
+    calibration,
+    expected_calibration_error,
+    reliability_curve,
+)
+from ._correlation import CorrelationResult, Correlations, correlation, correlations, kendall, pearson, spearman
+from ._inputs import UNPARSED_POLICIES, ItemCounts, MetricResult, UnparsedPolicy
+from ._report import MetaEvalReport, PolicyFigures, summarize
+
+__all__ = [
+    "UNPARSED_POLICIES",
+    "Breakdown",
+    "CalibrationResult",
+    "ClassificationResult",
+    "CorrelationResult",
+    "Correlations",
+    "ItemCounts",
+    "LabelScores",
+    "LengthBiasResult",
+    "MetaEvalReport",
+    "MetricResult",
+    "PolicyFigures",
+    "PositionResult",
+    "ReliabilityBin",
+    "UnparsedPolicy",
+    "accuracy",
+    "agreement",
+    "breakdown",
+    "calibration",
+    "classification_scores",
+    "cohen_kappa",
+    "correlation",
+    "correlations",
+    "expected_calibration_error",
+    "kendall",
+    "krippendorff_alpha",
+    "length_bias",
+    "length_correlation",
+    "pearson",
+    "position_consistency",
+    "reliability_curve",
+    "spearman",
+    "split_orders",
+    "summarize",
+]

@@ -1,0 +1,214 @@
+"""Position and length bias of pairwise judges.
+
+Position: a pairwise judge run in both answer orders should name the same
+winner. ``first`` holds the verdicts with the answers as given (A shown
+first); ``second`` the verdicts with the answers swapped, already mapped back
+to the original names (as ``PairwiseVerdict.orders[1]`` is). A judge that
+picks A in the first order and B in the second chose whatever was shown first
+both times.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import Field
+from scipy import stats
+
+from ..types import PairwiseVerdict
+from ._correlation import CorrelationResult, correlation
+from ._inputs import Failure, ItemCounts, _Model, extract, resolve
+
+__all__ = [
+    "LengthBiasResult",
+    "PositionResult",
+    "length_bias",
+    "length_correlation",
+    "position_consistency",
+    "split_orders",
+]
+
+
+class PositionResult(_Model):
+    """Consistency across answer orders, and which way the inconsistent items lean."""
+
+    consistency: float | None = Field(description="share of items with the same winner in both orders")
+    n_consistent: int
+    n_prefer_first_position: int = Field(description="first-shown answer won in both orders")
+    n_prefer_second_position: int = Field(description="second-shown answer won in both orders")
+    n_other_inconsistent: int = Field(description="a tie against a winner, or a failed order under 'wrong'")
+    position_bias: float | None = Field(
+        description="(prefer first − prefer second) / items; > 0 favours the first-shown answer"
+    )
+    first_slot_win_rate: float | None = Field(
+        description="of all decisive single-order verdicts, the share naming the first-shown answer"
+    )
+    n_decisive_verdicts: int
+    counts: ItemCounts
+
+
+def split_orders(verdicts: Sequence[PairwiseVerdict]) -> tuple[list[PairwiseVerdict], list[PairwiseVerdict]]:
+    """The per-order verdicts of swapped runs (``orders``), as two aligned lists."""
+    first: list[PairwiseVerdict] = []
+    second: list[PairwiseVerdict] = []
+    for i, v in enumerate(verdicts):
+        if not isinstance(v, PairwiseVerdict) or len(v.orders) != 2:
+            raise ValueError(
+                f"item {i} has no two-order record; run the judge with SwapPolicy(mode='both') "
+                "or pass the second-order verdicts as second="
+            )
+        first.append(v.orders[0])
+        second.append(v.orders[1])
+    return first, second
+
+
+def position_consistency(
+    first: Sequence[Any],
+    second: Sequence[Any] | None = None,
+    *,
+    unparsed: str = "exclude",
+    a_label: Any = "A",
+    b_label: Any = "B",
+    tie_label: Any = "tie",
+) -> PositionResult:
+    """Position consistency and bias from swapped runs.
+
+    Either two aligned sequences (``second`` mapped back to the original names) or one
+    sequence of ``PairwiseVerdict`` that carry both ``orders``. Under ``unparsed="tie"``
+    two failed orders count as consistent (both ties), as LLMBar's ``equal`` counts them;
+    under ``"wrong"`` a failed order makes the item inconsistent.
+    """
+    if second is None:
+        first, second = split_orders(first)
+    res = resolve(first, second, unparsed=unparsed, tie_label=tie_label)
+    n_consistent = n_first = n_second = n_other = 0
+    slot1 = decisive = 0
+    for a, b, wrong in zip(res.left, res.right, res.wrong, strict=True):
+        for order, w in ((0, a), (1, b)):
+            if isinstance(w, Failure) or w == tie_label:
+                continue
+            decisive += 1
+            shown_first = a_label if order == 0 else b_label
+            slot1 += w == shown_first
+        if wrong:
+            n_other += 1
+        elif a == b:
+            n_consistent += 1
+        elif a == a_label and b == b_label:
+            n_first += 1
+        elif a == b_label and b == a_label:
+            n_second += 1
+        else:
+            n_other += 1
+    n = len(res.left)
+    return PositionResult(
+        consistency=n_consistent / n if n else None,
+        n_consistent=n_consistent,
+        n_prefer_first_position=n_first,
+        n_prefer_second_position=n_second,
+        n_other_inconsistent=n_other,
+        position_bias=(n_first - n_second) / n if n else None,
+        first_slot_win_rate=slot1 / decisive if decisive else None,
+        n_decisive_verdicts=decisive,
+        counts=res.counts,
+    )
+
+
+class LengthBiasResult(_Model):
+    """How often the longer answer wins, for the judge and (when given) the references."""
+
+    longer_win_rate: float | None = Field(description="judge: share of decisive verdicts naming the longer answer")
+    n: int = Field(description="decisive judge verdicts on pairs of different length")
+    p_value: float | None = Field(description="two-sided binomial test of longer_win_rate against 0.5")
+    reference_longer_win_rate: float | None = None
+    n_reference: int = 0
+    excess: float | None = Field(default=None, description="longer_win_rate − reference_longer_win_rate")
+    counts: ItemCounts
+
+
+def _length(x: Any) -> float:
+    if isinstance(x, str):
+        return float(len(x.split()))
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        raise ValueError(f"a length must be a number or the text itself, got {x!r}")
+    return float(x)
+
+
+def _longer_wins(
+    winners: Sequence[Any], la: Sequence[float], lb: Sequence[float], a_label: Any, b_label: Any
+) -> tuple[int, int]:
+    wins = n = 0
+    for w, x, y in zip(winners, la, lb, strict=True):
+        if isinstance(w, Failure) or w not in (a_label, b_label) or x == y:
+            continue
+        n += 1
+        wins += (w == a_label) == (x > y)
+    return wins, n
+
+
+def length_bias(
+    predictions: Sequence[Any],
+    lengths_a: Sequence[Any],
+    lengths_b: Sequence[Any],
+    *,
+    references: Sequence[Any] | None = None,
+    unparsed: str = "exclude",
+    a_label: Any = "A",
+    b_label: Any = "B",
+    tie_label: Any = "tie",
+) -> LengthBiasResult:
+    """Does the judge prefer longer answers, beyond what the references do?
+
+    Lengths are numbers or the answer texts themselves (counted in whitespace-separated
+    words). Ties and pairs of equal length say nothing about length and are skipped; failed
+    verdicts are counted and never count as preferring either answer (policies ``exclude``
+    and ``tie`` give the same rate; ``wrong`` is refused as meaningless here).
+    """
+    la = [_length(x) for x in lengths_a]
+    lb = [_length(x) for x in lengths_b]
+    if not len(predictions) == len(la) == len(lb):
+        raise ValueError("predictions, lengths_a and lengths_b must be equally long")
+    res = resolve(
+        predictions,
+        list(range(len(predictions))),
+        unparsed=unparsed,
+        tie_label=tie_label,
+        allowed=("exclude", "tie"),
+        why="a failed verdict prefers neither length",
+    )
+    kept = res.right  # indices of kept items
+    wins, n = _longer_wins(res.left, [la[i] for i in kept], [lb[i] for i in kept], a_label, b_label)
+    rate = wins / n if n else None
+    p = float(stats.binomtest(wins, n, 0.5).pvalue) if n else None
+    ref_rate: float | None = None
+    n_ref = 0
+    if references is not None:
+        if len(references) != len(la):
+            raise ValueError("references must be as long as predictions")
+        ref_w = [extract(r) for r in references]
+        ref_wins, n_ref = _longer_wins(ref_w, la, lb, a_label, b_label)
+        ref_rate = ref_wins / n_ref if n_ref else None
+    excess = rate - ref_rate if rate is not None and ref_rate is not None else None
+    return LengthBiasResult(
+        longer_win_rate=rate,
+        n=n,
+        p_value=None if p is None or math.isnan(p) else p,
+        reference_longer_win_rate=ref_rate,
+        n_reference=n_ref,
+        excess=excess,
+        counts=res.counts,
+    )
+
+
+def length_correlation(
+    scores: Sequence[Any],
+    lengths: Sequence[Any],
+    *,
+    method: Literal["pearson", "spearman", "kendall"] = "spearman",
+    unparsed: str = "exclude",
+    fill: float | None = None,
+) -> CorrelationResult:
+    """Length bias of a pointwise judge: correlation of its scores with answer length."""
+    return correlation(scores, [_length(x) for x in lengths], method=method, unparsed=unparsed, fill=fill)

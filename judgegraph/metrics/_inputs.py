@@ -1,0 +1,209 @@
+"""Turning judge outputs into label arrays under an explicit unparsed policy.
+
+Every metric accepts plain values (labels or numbers) or our result objects.
+Failed items are never dropped silently: the caller chooses what they mean
+(``unparsed=``) and every result reports how many there were.
+
+Failures: a result whose status is ``unparsed`` or ``error``; in plain value
+lists, ``None`` or NaN (unparsed) and the ``Status`` members themselves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..types import PairwiseVerdict, PointwiseScore, RubricResult, Status
+
+__all__ = [
+    "UNPARSED_POLICIES",
+    "Failure",
+    "ItemCounts",
+    "MetricResult",
+    "Resolved",
+    "UnparsedPolicy",
+    "check_policy",
+    "encode",
+    "extract",
+    "label_order",
+    "resolve",
+]
+
+UnparsedPolicy = Literal["exclude", "wrong", "tie"]
+UNPARSED_POLICIES: tuple[UnparsedPolicy, ...] = ("exclude", "wrong", "tie")
+
+ScoreField = Literal["score", "expected_score"]
+
+
+class Failure(Enum):
+    """Marks an item that has no usable value."""
+
+    UNPARSED = "unparsed"
+    ERROR = "error"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ItemCounts(_Model):
+    """What went into a metric. An item is failed when either side of it failed.
+
+    ``policy`` says what failed items became: ``exclude`` (dropped),
+    ``wrong`` (kept, never agreeing with anything) or ``tie`` (kept, replaced
+    by the tie label or fill value).
+    """
+
+    policy: UnparsedPolicy
+    total: int = Field(description="items given")
+    used: int = Field(description="items the value was computed on")
+    unparsed: int = Field(default=0, description="items with an unparsed output (no error)")
+    error: int = Field(default=0, description="items with an errored output")
+    excluded: int = Field(default=0, description="items dropped, for any reason")
+    dropped_ties: int = Field(default=0, description="of those, items dropped because a side was a tie")
+
+
+class MetricResult(_Model):
+    """One number and the counts behind it. ``value`` is None when it is undefined."""
+
+    name: str
+    value: float | None
+    counts: ItemCounts
+
+    def __float__(self) -> float:
+        return math.nan if self.value is None else self.value
+
+
+def check_policy(policy: str, *, allowed: Sequence[str] = UNPARSED_POLICIES, why: str = "") -> UnparsedPolicy:
+    if policy not in allowed:
+        extra = f" ({why})" if why else ""
+        raise ValueError(f"unparsed= must be one of {tuple(allowed)}{extra}, got {policy!r}")
+    return policy  # type: ignore[return-value]
+
+
+def extract(value: Any, *, score_field: ScoreField = "score") -> Any:
+    """The label or number carried by one item, or a ``Failure``."""
+    if isinstance(value, Failure):
+        return value
+    if isinstance(value, Status):
+        if value is Status.OK:
+            raise ValueError("Status.OK carries no label; pass the label itself")
+        return Failure.ERROR if value is Status.ERROR else Failure.UNPARSED
+    if isinstance(value, PairwiseVerdict | PointwiseScore | RubricResult):
+        if value.status is Status.ERROR:
+            return Failure.ERROR
+        if value.status is not Status.OK:
+            return Failure.UNPARSED
+        if isinstance(value, PairwiseVerdict):
+            return value.winner
+        if isinstance(value, RubricResult):
+            return Failure.UNPARSED if value.weighted_score is None else value.weighted_score
+        got = value.expected_score if score_field == "expected_score" else value.score
+        return Failure.UNPARSED if got is None else got
+    if value is None:
+        return Failure.UNPARSED
+    if isinstance(value, float) and math.isnan(value):
+        return Failure.UNPARSED
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "shape", None) == ():
+        return extract(value.item())  # numpy scalars
+    return value
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Aligned values after the policy. ``wrong[i]`` marks an item kept as a forced disagreement;
+    its entries in ``left``/``right`` are the Failure markers."""
+
+    left: list[Any]
+    right: list[Any]
+    wrong: list[bool]
+    counts: ItemCounts
+
+
+def resolve(
+    left: Sequence[Any],
+    right: Sequence[Any],
+    *,
+    unparsed: str,
+    tie_label: Any = "tie",
+    score_field: ScoreField = "score",
+    drop_ties: bool = False,
+    allowed: Sequence[str] = UNPARSED_POLICIES,
+    why: str = "",
+) -> Resolved:
+    """Align two equally long sequences under ``unparsed`` (see ``ItemCounts``)."""
+    policy = check_policy(unparsed, allowed=allowed, why=why)
+    if len(left) != len(right):
+        raise ValueError(f"length mismatch: {len(left)} predictions but {len(right)} references")
+    out_l: list[Any] = []
+    out_r: list[Any] = []
+    wrong: list[bool] = []
+    n_unparsed = n_error = n_excluded = n_ties = 0
+    for a_raw, b_raw in zip(left, right, strict=True):
+        a = extract(a_raw, score_field=score_field)
+        b = extract(b_raw, score_field=score_field)
+        failed = isinstance(a, Failure) or isinstance(b, Failure)
+        if failed:
+            if Failure.ERROR in (a, b):
+                n_error += 1
+            else:
+                n_unparsed += 1
+            if policy == "exclude":
+                n_excluded += 1
+                continue
+            if policy == "tie":
+                a = tie_label if isinstance(a, Failure) else a
+                b = tie_label if isinstance(b, Failure) else b
+                failed = False
+        if drop_ties and not failed and (a == tie_label or b == tie_label):
+            n_excluded += 1
+            n_ties += 1
+            continue
+        out_l.append(a)
+        out_r.append(b)
+        wrong.append(failed)
+    counts = ItemCounts(
+        policy=policy,
+        total=len(left),
+        used=len(out_l),
+        unparsed=n_unparsed,
+        error=n_error,
+        excluded=n_excluded,
+        dropped_ties=n_ties,
+    )
+    return Resolved(out_l, out_r, wrong, counts)
+
+
+PRED_WRONG = -1
+REF_WRONG = -2
+
+
+def label_order(values: Sequence[Any], labels: Sequence[Any] | None) -> list[Any]:
+    """The explicit ``labels`` (checked to cover ``values``) or the observed labels, sorted when sortable."""
+    seen = list(dict.fromkeys(v for v in values if not isinstance(v, Failure)))
+    if labels is not None:
+        order = list(labels)
+        if len(set(order)) != len(order):
+            raise ValueError(f"labels has duplicates: {order}")
+        unknown = [v for v in seen if v not in order]
+        if unknown:
+            raise ValueError(f"values {unknown!r} are not in labels={order!r}")
+        return order
+    try:
+        return sorted(seen)
+    except TypeError:
+        return seen
+
+
+def encode(res: Resolved, labels: Sequence[Any] | None = None) -> tuple[list[int], list[int], list[Any]]:
+    """Integer codes for both sides; forced-wrong entries get codes no label has."""
+    order = label_order([*res.left, *res.right], labels)
+    index = {label: i for i, label in enumerate(order)}
+    left = [PRED_WRONG if isinstance(v, Failure) else index[v] for v in res.left]
+    right = [REF_WRONG if isinstance(v, Failure) else index[v] for v in res.right]
+    return left, right, order
