@@ -23,10 +23,12 @@ from ._agreement import (
 from ._bias import (
     LengthBiasResult,
     PositionResult,
+    SwapAccuracyResult,
     length_bias,
     length_correlation,
     position_consistency,
     split_orders,
+    swap_accuracy,
 )
 from ._breakdown import Breakdown, breakdown
 from ._calibration import (
@@ -55,6 +57,7 @@ __all__ = [
     "PolicyFigures",
     "PositionResult",
     "ReliabilityBin",
+    "SwapAccuracyResult",
     "UnparsedPolicy",
     "accuracy",
     "agreement",
@@ -75,4 +78,5 @@ __all__ = [
     "spearman",
     "split_orders",
     "summarize",
+    "swap_accuracy",
 ]

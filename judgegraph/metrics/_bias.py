@@ -14,20 +14,23 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import Field
 from scipy import stats
 
 from ..types import PairwiseVerdict
 from ._correlation import CorrelationResult, correlation
-from ._inputs import Failure, ItemCounts, _Model, extract, resolve
+from ._inputs import Failure, ItemCounts, MetricResult, _Model, check_policy, extract, resolve
 
 __all__ = [
     "LengthBiasResult",
     "PositionResult",
+    "SwapAccuracyResult",
     "length_bias",
     "length_correlation",
     "position_consistency",
     "split_orders",
+    "swap_accuracy",
 ]
 
 
@@ -212,3 +215,91 @@ def length_correlation(
 ) -> CorrelationResult:
     """Length bias of a pointwise judge: correlation of its scores with answer length."""
     return correlation(scores, [_length(x) for x in lengths], method=method, unparsed=unparsed, fill=fill)
+
+
+class SwapAccuracyResult(_Model):
+    """Accuracy of a judge run in both answer orders (LLMBar's reporting)."""
+
+    first_order: MetricResult
+    second_order: MetricResult
+    average: float | None = Field(description="mean of the two orders' accuracies")
+    both: MetricResult = Field(description="share of items correct in both orders")
+    position: PositionResult
+
+
+def swap_accuracy(
+    predictions: Sequence[Any],
+    references: Sequence[Any],
+    *,
+    second: Sequence[Any] | None = None,
+    unparsed: str = "exclude",
+    a_label: Any = "A",
+    b_label: Any = "B",
+    tie_label: Any = "tie",
+) -> SwapAccuracyResult:
+    """Per-order accuracy, their average, accuracy in both orders, and position consistency.
+
+    ``predictions`` are the first-order verdicts with ``second`` the swapped-order ones
+    (mapped back), or verdicts that carry both ``orders``. An item counts as failed when
+    either order or its reference failed; the policy then applies to the whole item
+    (``exclude`` drops it from every figure, ``wrong`` makes each failed order incorrect,
+    ``tie`` reads a failed order as a tie).
+    """
+    policy = check_policy(unparsed)
+    if second is None:
+        first_list, second_list = split_orders(predictions)
+    else:
+        first_list, second_list = list(predictions), list(second)
+    if not len(first_list) == len(second_list) == len(references):
+        raise ValueError("both orders and references must be equally long")
+    kept_f: list[Any] = []
+    kept_s: list[Any] = []
+    hits_f: list[bool] = []
+    hits_s: list[bool] = []
+    n_unparsed = n_error = n_excluded = 0
+    for f_raw, s_raw, r_raw in zip(first_list, second_list, references, strict=True):
+        f, s, r = extract(f_raw), extract(s_raw), extract(r_raw)
+        if any(isinstance(v, Failure) for v in (f, s, r)):
+            if Failure.ERROR in (f, s, r):
+                n_error += 1
+            else:
+                n_unparsed += 1
+            if policy == "exclude":
+                n_excluded += 1
+                continue
+            if policy == "tie":
+                f, s, r = (tie_label if isinstance(v, Failure) else v for v in (f, s, r))
+        kept_f.append(f)
+        kept_s.append(s)
+        hits_f.append(not isinstance(f, Failure) and not isinstance(r, Failure) and f == r)
+        hits_s.append(not isinstance(s, Failure) and not isinstance(r, Failure) and s == r)
+    counts = ItemCounts(
+        policy=policy,
+        total=len(first_list),
+        used=len(hits_f),
+        unparsed=n_unparsed,
+        error=n_error,
+        excluded=n_excluded,
+    )
+
+    def rate(hits: list[bool]) -> float | None:
+        return float(np.mean(hits)) if hits else None
+
+    acc_f, acc_s = rate(hits_f), rate(hits_s)
+    both = rate([a and b for a, b in zip(hits_f, hits_s, strict=True)])
+    position = position_consistency(
+        [Failure.UNPARSED if isinstance(v, Failure) else v for v in kept_f],
+        [Failure.UNPARSED if isinstance(v, Failure) else v for v in kept_s],
+        unparsed="wrong" if policy == "wrong" else "exclude",
+        a_label=a_label,
+        b_label=b_label,
+        tie_label=tie_label,
+    )
+    position = position.model_copy(update={"counts": counts})
+    return SwapAccuracyResult(
+        first_order=MetricResult(name="accuracy_first_order", value=acc_f, counts=counts),
+        second_order=MetricResult(name="accuracy_second_order", value=acc_s, counts=counts),
+        average=None if acc_f is None or acc_s is None else (acc_f + acc_s) / 2,
+        both=MetricResult(name="accuracy_both_orders", value=both, counts=counts),
+        position=position,
+    )

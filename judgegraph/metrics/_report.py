@@ -16,7 +16,16 @@ from ._agreement import (
     cohen_kappa,
     krippendorff_alpha,
 )
-from ._bias import LengthBiasResult, PositionResult, length_bias, length_correlation, position_consistency, split_orders
+from ._bias import (
+    LengthBiasResult,
+    PositionResult,
+    SwapAccuracyResult,
+    length_bias,
+    length_correlation,
+    position_consistency,
+    split_orders,
+    swap_accuracy,
+)
 from ._breakdown import Breakdown, breakdown
 from ._calibration import CalibrationResult, calibration
 from ._correlation import CorrelationResult, Correlations, correlation, correlations
@@ -60,6 +69,7 @@ class MetaEvalReport(_Model):
     by_policy: dict[str, PolicyFigures] = Field(default_factory=dict)
     correlations: Correlations | None = None
     position: PositionResult | None = None
+    swap: SwapAccuracyResult | None = None
     length: LengthBiasResult | None = None
     length_correlation: CorrelationResult | None = None
     calibration: CalibrationResult | None = None
@@ -189,15 +199,15 @@ def summarize(
         )
     report["by_policy"] = by_policy
     if kind == "pairwise":
+        orders: tuple[Sequence[Any], Sequence[Any]] | None = None
         if second is not None:
-            report["position"] = position_consistency(
-                predictions, second, unparsed=policy, a_label=a_label, b_label=b_label, tie_label=tie_label
-            )
+            orders = (predictions, second)
         elif predictions and all(isinstance(v, PairwiseVerdict) and len(v.orders) == 2 for v in predictions):
-            first, sec = split_orders(predictions)
-            report["position"] = position_consistency(
-                first, sec, unparsed=policy, a_label=a_label, b_label=b_label, tie_label=tie_label
-            )
+            orders = split_orders(predictions)
+        if orders is not None:
+            names = {"unparsed": policy, "a_label": a_label, "b_label": b_label, "tie_label": tie_label}
+            report["position"] = position_consistency(orders[0], orders[1], **names)
+            report["swap"] = swap_accuracy(orders[0], references, second=orders[1], **names)
         if lengths_a is not None and lengths_b is not None:
             report["length"] = length_bias(
                 predictions,
