@@ -1,0 +1,445 @@
+"""What a job is: its source, field mapping, judge, backend and limits; and
+how a source record becomes a judge input with a stable hash.
+
+A job's results are keyed by *item hash* (the validated judge input) and
+*config hash* (everything about the judge that can change a verdict), so
+a finished item is never paid for twice, whichever run or engine asks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .._backend import Backend
+from .._judge import BaseJudge, JudgeInputError, coerce_input
+from ..types import ConversationInput, Criterion, PairwiseInput, PointwiseInput, Pricing, RetryPolicy, SwapPolicy
+from ._sources import SourceRow, _norm_messages, lookup
+
+__all__ = [
+    "BackendConfig",
+    "JobSpec",
+    "JudgeConfig",
+    "JudgeKind",
+    "Limits",
+    "PreparedRow",
+    "RowPreparer",
+    "SourceConfig",
+    "build_backend",
+    "build_judge",
+    "canonical_json",
+    "config_hash",
+    "judge_fingerprint",
+]
+
+JudgeKind = Literal["pairwise", "pointwise", "multiturn", "rubric"]
+
+INPUT_MODELS: dict[str, type[BaseModel]] = {
+    "pairwise": PairwiseInput,
+    "pointwise": PointwiseInput,
+    "multiturn": ConversationInput,
+    "rubric": PointwiseInput,
+}
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SourceConfig(_Config):
+    """Where items come from and how the user's schema maps onto judge inputs.
+
+    ``fields`` maps a judge input field (``instruction``, ``response_a``,
+    ``messages`` ...) to a path in the user's record (``question``,
+    ``inputs.prompt``, ``outputs.0.text``). Unmapped input fields are read
+    from record keys of the same name. ``label`` and ``category`` name the
+    human label and a grouping field for the report; ``id`` a stable item id.
+    """
+
+    path: str | list[str]
+    format: Literal["auto", "jsonl", "json", "csv", "tsv", "parquet", "langsmith", "otel"] = "auto"
+    fields: dict[str, str] = Field(default_factory=dict)
+    label: str | None = None
+    label_map: dict[str, str] | None = Field(
+        default=None, description="raw label value -> A/B/tie (pairwise) or a number (scores)"
+    )
+    category: str | None = None
+    id: str | None = None
+
+
+class JudgeConfig(_Config):
+    kind: JudgeKind
+    name: str | None = None
+    template: str | None = None
+    scale: tuple[int, int] | None = None
+    swap: SwapPolicy | None = None
+    mode: Literal["conversation", "turn"] = "conversation"
+    criteria: list[Criterion] | None = None
+    structured: bool | None = None
+    max_tokens: int = Field(default=512, ge=1)
+    top_logprobs: int = Field(default=10, ge=0)
+    repair: bool = True
+
+    @model_validator(mode="after")
+    def _kind_options(self) -> JudgeConfig:
+        if self.kind == "rubric" and not self.criteria:
+            raise ValueError("a rubric job needs criteria")
+        if self.kind != "rubric" and self.criteria:
+            raise ValueError(f"criteria only apply to rubric jobs, not {self.kind}")
+        if self.kind != "pairwise" and self.swap is not None:
+            raise ValueError(f"swap only applies to pairwise jobs, not {self.kind}")
+        return self
+
+
+class BackendConfig(_Config):
+    """An OpenAI-compatible or TGI endpoint. The API key is read from the
+    environment variable ``api_key_env`` at run time and never stored."""
+
+    kind: Literal["openai", "tgi"] = "openai"
+    model: str
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    max_attempts: int = Field(default=4, ge=1)
+    timeout_s: float = Field(default=60.0, gt=0)
+    pricing: Pricing | None = None
+    structured_output: bool = True
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("model must be a non-empty string")
+        return v
+
+
+class Limits(_Config):
+    """``concurrency`` is items in flight (a pairwise item with both orders
+    makes two requests); ``rpm``/``tpm`` cap requests and tokens per minute."""
+
+    concurrency: int = Field(default=32, ge=1)
+    rpm: float | None = Field(default=None, gt=0)
+    tpm: float | None = Field(default=None, gt=0)
+
+
+class JobSpec(_Config):
+    source: SourceConfig
+    judge: JudgeConfig
+    backend: BackendConfig
+    limits: Limits = Limits()
+
+    def config_hash(self) -> str:
+        return config_hash(judge_fingerprint(build_judge(self.judge), _BackendId(self.backend)))
+
+
+# ------------------------------------------------------------------ building
+
+
+def build_judge(cfg: JudgeConfig, *, backend: Backend | str = "backend") -> BaseJudge[Any, Any]:
+    from .._pairwise import PairwiseJudge
+    from .._pointwise import MultiTurnJudge, PointwiseJudge
+    from .._rubric import RubricJudge
+
+    common: dict[str, Any] = {
+        "name": cfg.name,
+        "template": cfg.template,
+        "scale": cfg.scale,
+        "structured": cfg.structured,
+        "max_tokens": cfg.max_tokens,
+        "top_logprobs": cfg.top_logprobs,
+        "repair": cfg.repair,
+    }
+    if cfg.kind == "pairwise":
+        return PairwiseJudge(backend, swap=cfg.swap, **common)
+    if cfg.kind == "pointwise":
+        return PointwiseJudge(backend, **common)
+    if cfg.kind == "multiturn":
+        return MultiTurnJudge(backend, mode=cfg.mode, **common)
+    assert cfg.criteria is not None
+    return RubricJudge(backend, criteria=cfg.criteria, **common)
+
+
+def build_backend(cfg: BackendConfig) -> Backend:
+    retry = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout_s)
+    key = os.environ.get(cfg.api_key_env)
+    if cfg.kind == "openai":
+        from .._openai_backend import OpenAIBackend
+
+        if key is None and cfg.base_url is None:
+            raise ValueError(f"backend: no API key: set {cfg.api_key_env} (or give base_url for a local server)")
+        return OpenAIBackend(
+            cfg.model,
+            api_key=key or "unused",
+            base_url=cfg.base_url,
+            retry=retry,
+            pricing=cfg.pricing,
+            structured_output=cfg.structured_output,
+        )
+    from .._tgi_backend import TGIBackend
+
+    if cfg.base_url is None:
+        raise ValueError("backend: a tgi backend needs base_url")
+    return TGIBackend(
+        cfg.base_url,
+        model=cfg.model,
+        token=key,
+        retry=retry,
+        pricing=cfg.pricing,
+        structured_output=cfg.structured_output,
+    )
+
+
+@dataclass(frozen=True)
+class _BackendId:
+    """What of a backend config can change a verdict (not its URL, key or retries)."""
+
+    cfg: BackendConfig
+
+    @property
+    def name(self) -> str:
+        return "openai" if self.cfg.kind == "openai" else "tgi"
+
+    @property
+    def model(self) -> str:
+        return self.cfg.model
+
+    @property
+    def structured_output(self) -> bool:
+        return self.cfg.structured_output
+
+
+# ------------------------------------------------------------------ hashing
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """A JSON-able picture of a judge's configuration."""
+    if depth > 8:
+        return type(value).__name__
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v, depth + 1) for v in value]
+    if isinstance(value, BaseJudge) or callable(getattr(value, "ajudge", None)):
+        return judge_fingerprint(value, None)
+    if all(hasattr(value, a) for a in ("name", "model", "generate")):  # a Backend
+        return {"backend": value.name, "model": value.model}
+    return type(value).__qualname__
+
+
+# Attributes that change how fast a judge runs, not what it answers.
+_RUNTIME_ONLY = {"max_concurrency", "concurrency"}
+
+
+def judge_fingerprint(judge: Any, backend: Any) -> dict[str, Any]:
+    """Everything about a judge (and its backend's model) that can change a
+    verdict. A judge may define ``config_fingerprint()`` to say it itself;
+    otherwise its public attributes are used, judges nested in it included
+    (cascade tiers, ensemble members)."""
+    own = getattr(judge, "config_fingerprint", None)
+    if callable(own):
+        fp: dict[str, Any] = {"custom": _plain(own())}
+    else:
+        fp = {
+            k: _plain(v)
+            for k, v in sorted(vars(judge).items())
+            if not k.startswith("_") and k not in _RUNTIME_ONLY and not (k == "backend" and backend is not None)
+        }
+    fp["class"] = f"{type(judge).__module__}.{type(judge).__qualname__}"
+    if backend is not None:
+        fp["backend"] = {"name": backend.name, "model": backend.model}
+        if hasattr(backend, "structured_output"):
+            fp["backend"]["structured_output"] = backend.structured_output
+        elif hasattr(backend, "capabilities"):
+            fp["backend"]["structured_output"] = backend.capabilities.structured_output
+    return fp
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def config_hash(fingerprint: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(fingerprint).encode()).hexdigest()[:32]
+
+
+def item_hash(kind: str, item: BaseModel) -> str:
+    payload = kind + "\n" + canonical_json(item.model_dump(mode="json", exclude_none=True))
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+# ------------------------------------------------------------------ preparing rows
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedRow:
+    """A source row made ready to judge, or the reason it cannot be."""
+
+    file: int
+    row: int
+    item: BaseModel | None
+    item_hash: str | None
+    item_id: str | None = None
+    label: str | None = None  # JSON text
+    category: str | None = None
+    problem: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"row {self.row}" if self.file == 0 else f"file {self.file} row {self.row}"
+
+
+_PAIR_LABELS = {
+    "a": "A",
+    "model_a": "A",
+    "response_a": "A",
+    "output_a": "A",
+    "output (a)": "A",
+    "1": "A",
+    "b": "B",
+    "model_b": "B",
+    "response_b": "B",
+    "output_b": "B",
+    "output (b)": "B",
+    "2": "B",
+    "tie": "tie",
+    "0": "tie",
+    "draw": "tie",
+    "tie (bothbad)": "tie",
+    "equal": "tie",
+}
+
+
+def _blank(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip())
+
+
+class RowPreparer:
+    """Maps source records onto one kind of judge input (pure and picklable,
+    so the local and Ray engines prepare rows identically)."""
+
+    def __init__(self, kind: str, source: SourceConfig) -> None:
+        if kind not in INPUT_MODELS:
+            raise ValueError(f"unknown judge kind {kind!r}")
+        self.kind = kind
+        self.model = INPUT_MODELS[kind]
+        self.source = source
+        fields = set(self.model.model_fields)
+        unknown = sorted(set(source.fields) - fields)
+        if unknown:
+            raise ValueError(
+                f"fields: {unknown} are not {self.model.__name__} fields; expected some of {sorted(fields)}"
+            )
+
+    def __call__(self, row: SourceRow) -> PreparedRow:
+        if row.data is None:
+            return PreparedRow(row.file, row.row, None, None, problem=f"{row.where}: {row.error}")
+        try:
+            return self._prepare(row)
+        except JudgeInputError as exc:
+            return PreparedRow(row.file, row.row, None, None, problem=f"{row.where}: {exc}")
+
+    def _get(self, data: Any, path: str) -> Any:
+        try:
+            return lookup(data, path)
+        except KeyError:
+            return _MISSING
+
+    def _prepare(self, row: SourceRow) -> PreparedRow:
+        data = row.data
+        values: dict[str, Any] = {}
+        missing: list[str] = []
+        for name, info in self.model.model_fields.items():
+            path = self.source.fields.get(name, name)
+            v = self._get(data, path)
+            if v is _MISSING or _blank(v):
+                if info.is_required():
+                    missing.append(name if path == name else f"{name} (from {path!r})")
+                continue
+            values[name] = self._convert(name, v)
+        if missing:
+            raise JudgeInputError(f"missing {', '.join(missing)}")
+        item = coerce_input(self.model, values)
+        item_id = None
+        if self.source.id:
+            v = self._get(data, self.source.id)
+            item_id = None if v is _MISSING or _blank(v) else str(v)
+        category = None
+        if self.source.category:
+            v = self._get(data, self.source.category)
+            category = None if v is _MISSING or _blank(v) else str(v)
+        label = None
+        problem = None
+        if self.source.label:
+            raw = self._get(data, self.source.label)
+            if raw is _MISSING or _blank(raw):
+                problem = f"{row.where}: label {self.source.label!r} is missing; judged without it"
+            else:
+                try:
+                    label = json.dumps(self._label(raw))
+                except ValueError as exc:
+                    problem = f"{row.where}: label {self.source.label!r}: {exc}; judged without it"
+        return PreparedRow(row.file, row.row, item, item_hash(self.kind, item), item_id, label, category, problem)
+
+    def _convert(self, name: str, v: Any) -> Any:
+        if name == "messages":
+            if isinstance(v, str):
+                try:
+                    v = json.loads(v)
+                except ValueError:
+                    raise JudgeInputError("messages: not a JSON list of {role, content} messages") from None
+            msgs = _norm_messages(v)
+            if isinstance(v, list) and len(msgs) != len(v[0] if len(v) == 1 and isinstance(v[0], list) else v):
+                raise JudgeInputError("messages: some messages have no recognisable role/content")
+            return msgs
+        if name == "rubric" and isinstance(v, str):
+            try:
+                return json.loads(v)
+            except ValueError:
+                raise JudgeInputError("rubric: not a JSON object {criterion, levels}") from None
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, int | float):
+            return str(v)  # a numeric answer is still an answer
+        return v
+
+    def _label(self, raw: Any) -> Any:
+        if self.source.label_map is not None:
+            key = str(raw)
+            if key not in self.source.label_map:
+                raise ValueError(f"value {raw!r} is not in label_map")
+            raw = self.source.label_map[key]
+        if self.kind == "pairwise":
+            if isinstance(raw, float) and raw.is_integer():
+                raw = int(raw)
+            got = _PAIR_LABELS.get(str(raw).strip().lower())
+            if got is None:
+                raise ValueError(f"cannot read {raw!r} as A, B or tie (use label_map)")
+            return got
+        try:
+            x = float(raw)
+        except (TypeError, ValueError):
+            raise ValueError(f"cannot read {raw!r} as a number (use label_map)") from None
+        if not math.isfinite(x):
+            raise ValueError(f"{raw!r} is not a finite number")
+        return x
+
+
+_MISSING = object()
