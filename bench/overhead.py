@@ -65,9 +65,7 @@ def _client(variant: str, url: str, n: int, concurrency: int) -> dict[str, float
         graph = StateGraph(dict)
         graph.add_node("judge", create_batch_judge_node(judge))
         graph.add_edge(START, "judge")
-        out = await graph.compile().ainvoke(
-            {"items": batch}, config={"max_concurrency": concurrency // 2}
-        )
+        out = await graph.compile().ainvoke({"items": batch}, config={"max_concurrency": concurrency // 2})
         return sum(isinstance(r, PairwiseVerdict) and r.ok for r in out["results"])
 
     # The plain loop sends the same request bodies the judge sends.
@@ -140,9 +138,21 @@ def main() -> None:
         for _ in range(args.reps):
             for variant in ("plain", "judgegraph"):
                 out = subprocess.run(
-                    [sys.executable, __file__, "--variant", variant, "--url", url, "--n", str(args.n),
-                     "--concurrency", str(args.concurrency)],
-                    capture_output=True, text=True, check=True,
+                    [
+                        sys.executable,
+                        __file__,
+                        "--variant",
+                        variant,
+                        "--url",
+                        url,
+                        "--n",
+                        str(args.n),
+                        "--concurrency",
+                        str(args.concurrency),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=True,
                 )
                 res = json.loads(out.stdout.strip().splitlines()[-1])
                 assert res["ok"] == args.n, f"{variant}: only {res['ok']}/{args.n} judgements succeeded"
@@ -156,10 +166,14 @@ def main() -> None:
     bound = args.concurrency / args.latency  # requests/s by Little's law
     plain_wall, jg_wall = med("plain", "wall_s"), med("judgegraph", "wall_s")
     added_cpu_ms = (med("judgegraph", "cpu_s") - med("plain", "cpu_s")) / args.n * 1000
-    print(f"N={args.n} pairwise judgements ({2 * args.n} requests), concurrency={args.concurrency}, "
-          f"latency={args.latency}s, reps={args.reps} (medians)")
-    print(f"plain loop:  wall {plain_wall:.2f}s  cpu {med('plain', 'cpu_s'):.2f}s  "
-          f"throughput {2 * args.n / plain_wall / bound:.2f} of Little's bound")
+    print(
+        f"N={args.n} pairwise judgements ({2 * args.n} requests), concurrency={args.concurrency}, "
+        f"latency={args.latency}s, reps={args.reps} (medians)"
+    )
+    print(
+        f"plain loop:  wall {plain_wall:.2f}s  cpu {med('plain', 'cpu_s'):.2f}s  "
+        f"throughput {2 * args.n / plain_wall / bound:.2f} of Little's bound"
+    )
     print(f"judgegraph:  wall {jg_wall:.2f}s  cpu {med('judgegraph', 'cpu_s'):.2f}s")
     print(f"wall-time ratio judgegraph/plain: {jg_wall / plain_wall:.3f}  (target <= 1.05)")
     print(f"added client CPU per judgement: {added_cpu_ms:.2f} ms  (target <= 1 ms)")

@@ -22,9 +22,7 @@ class MissingExtraError(ImportError):
     """A backend needs an optional dependency group that is not installed."""
 
     def __init__(self, what: str, extra: str) -> None:
-        super().__init__(
-            f"{what} needs the '{extra}' extra: pip install 'judgegraph[{extra}]'"
-        )
+        super().__init__(f"{what} needs the '{extra}' extra: pip install 'judgegraph[{extra}]'")
         self.extra = extra
 
 

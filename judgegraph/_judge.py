@@ -13,7 +13,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
 from ._backend import Backend, BackendError, GenerateRequest, GenerateResult
-from ._parsing import ParseError, Parsed, parse_output, value_distribution
+from ._parsing import Parsed, ParseError, parse_output, value_distribution
 from ._templates import Template, get_template
 from .types import Message, Provenance, Status, Usage
 
@@ -60,9 +60,7 @@ class Outcome:
     distribution: dict[int | str, float] | None
 
 
-_REPAIR = (
-    "Your previous answer could not be read ({reason}). Answer again in the required format. {fmt}"
-)
+_REPAIR = "Your previous answer could not be read ({reason}). Answer again in the required format. {fmt}"
 
 
 class BaseJudge(Runnable[Any, OutT], Generic[InT, OutT]):
@@ -99,7 +97,9 @@ class BaseJudge(Runnable[Any, OutT], Generic[InT, OutT]):
 
     # ------------------------------------------------------------ public API
 
-    async def ajudge(self, value: InT | Mapping[str, Any], *, backend: Backend | None = None, context: Any = None) -> OutT:
+    async def ajudge(
+        self, value: InT | Mapping[str, Any], *, backend: Backend | None = None, context: Any = None
+    ) -> OutT:
         """Judge one input. Invalid input raises :class:`JudgeInputError`;
         every model-side failure comes back as a result with a status."""
         item = coerce_input(self.input_model, value)
@@ -140,9 +140,7 @@ class BaseJudge(Runnable[Any, OutT], Generic[InT, OutT]):
         elif context is not None:
             found = getattr(context, key, None)
         if found is None:
-            raise LookupError(
-                f"{self.name}: no backend given and none under {key!r} in the runtime context"
-            )
+            raise LookupError(f"{self.name}: no backend given and none under {key!r} in the runtime context")
         return found  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------ Runnable
@@ -184,11 +182,29 @@ class BaseJudge(Runnable[Any, OutT], Generic[InT, OutT]):
             try:
                 res: GenerateResult = await backend.generate(request)
             except BackendError as exc:
-                return Outcome(Status.ERROR, None, raw, str(exc), usage, attempts + exc.attempts,
-                               time.perf_counter() - started, model, None)
+                return Outcome(
+                    Status.ERROR,
+                    None,
+                    raw,
+                    str(exc),
+                    usage,
+                    attempts + exc.attempts,
+                    time.perf_counter() - started,
+                    model,
+                    None,
+                )
             except Exception as exc:  # a backend bug must not kill a batch either
-                return Outcome(Status.ERROR, None, raw, f"{type(exc).__name__}: {exc}", usage, attempts + 1,
-                               time.perf_counter() - started, model, None)
+                return Outcome(
+                    Status.ERROR,
+                    None,
+                    raw,
+                    f"{type(exc).__name__}: {exc}",
+                    usage,
+                    attempts + 1,
+                    time.perf_counter() - started,
+                    model,
+                    None,
+                )
             usage, attempts, raw, model = usage + res.usage, attempts + res.attempts, res.text, res.model
             try:
                 parsed = parse_output(res.text, kind=self.template.parser, scale=scale, structured=structured)
@@ -196,26 +212,35 @@ class BaseJudge(Runnable[Any, OutT], Generic[InT, OutT]):
                 this = exc.reason + (" (output was cut off at max_tokens)" if res.finish_reason == "length" else "")
                 reason = this if reason is None else f"{reason}; after a repair request: {this}"
                 if round_ == 0 and self.repair:
-                    fmt = (self.template.json_format if structured else self.template.text_format)
+                    fmt = self.template.json_format if structured else self.template.text_format
                     fix = _REPAIR.format(reason=exc.reason, fmt=fmt.format(lo=scale[0], hi=scale[1]))
-                    request = dataclasses.replace(request, messages=tuple(messages) + (
-                        Message(role="assistant", content=res.text[-2000:] or "(empty)"),
-                        Message(role="user", content=fix),
-                    ))
+                    request = dataclasses.replace(
+                        request,
+                        messages=(
+                            *messages,
+                            Message(role="assistant", content=res.text[-2000:] or "(empty)"),
+                            Message(role="user", content=fix),
+                        ),
+                    )
                 continue
             dist = value_distribution(
-                list(res.tokens) if res.tokens else None, res.text, parsed.offset,
-                kind=self.template.parser, scale=scale,
+                list(res.tokens) if res.tokens else None,
+                res.text,
+                parsed.offset,
+                kind=self.template.parser,
+                scale=scale,
             )
             return Outcome(Status.OK, parsed, raw, None, usage, attempts, time.perf_counter() - started, model, dist)
         return Outcome(Status.UNPARSED, None, raw, reason, usage, attempts, time.perf_counter() - started, model, None)
 
-    def _provenance(self, backend: Backend, outcomes: Sequence[Outcome], status: Status, latency_s: float) -> Provenance:
+    def _provenance(
+        self, backend: Backend, outcomes: Sequence[Outcome], status: Status, latency_s: float
+    ) -> Provenance:
         usage = Usage()
         for o in outcomes:
             usage = usage + o.usage
         return Provenance(
-            judge=self.name,
+            judge=self.name or type(self).__name__,
             backend=backend.name,
             model=outcomes[0].model if outcomes else backend.model,
             template_id=self.template.id,
@@ -246,4 +271,3 @@ def _run_sync(coro: Awaitable[T]) -> T:
 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coro).result()  # type: ignore[arg-type]
-

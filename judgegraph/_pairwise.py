@@ -36,6 +36,7 @@ class PairwiseJudge(BaseJudge[PairwiseInput, PairwiseVerdict]):
 
     async def _judge(self, item: PairwiseInput, backend: Backend) -> PairwiseVerdict:
         started = time.perf_counter()
+        orders: tuple[PairwiseVerdict, ...]
         if self.swap.mode == "both":
             first, second = await asyncio.gather(
                 self._call(backend, self._fields(item), self.scale),

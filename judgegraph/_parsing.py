@@ -49,17 +49,21 @@ _TRAILER = re.compile(r"[\s.!*)\]`\"'_~]*")
 # An echoed block runs from a begin delimiter to its end delimiter, or to the
 # end of the output when the echo is cut off.
 _ECHO = re.compile(
-    re.escape(DELIM_OPEN) + r"begin\b.*?(?:" + re.escape(DELIM_OPEN) + r"end\b[^" + DELIM_CLOSE + r"]*"
-    + re.escape(DELIM_CLOSE) + r"|\Z)",
+    re.escape(DELIM_OPEN)
+    + r"begin\b.*?(?:"
+    + re.escape(DELIM_OPEN)
+    + r"end\b[^"
+    + DELIM_CLOSE
+    + r"]*"
+    + re.escape(DELIM_CLOSE)
+    + r"|\Z)",
     re.S | re.I,
 )
 _RESULT = re.compile(r"\[\s*result\s*\]", re.I)
 _SCORES = re.compile(r"\[\s*scores\s*\]", re.I)
 _NUMBER = re.compile(r"\s*[:=\-]?\s*\(?\s*([+-]?\d+(?:[.,]\d+)?)\s*\)?")
 _OUT_OF = re.compile(r"\s*(?:/|out\s+of)\s*(\d+)", re.I)
-_CHOICE = re.compile(
-    r"\s*[:=\-]?\s*\[*\(?\s*(?:(?:response|assistant|answer|output)\s+)?(a|b|tie)\b\s*\)?\]*", re.I
-)
+_CHOICE = re.compile(r"\s*[:=\-]?\s*\[*\(?\s*(?:(?:response|assistant|answer|output)\s+)?(a|b|tie)\b\s*\)?\]*", re.I)
 _PAIR = re.compile(
     r"\s*[:=\-]?\s*(?:a\s*[:=]\s*)?(\d+(?:[.,]\d+)?)\s*(?:[,;/|]|\s)\s*(?:b\s*[:=]\s*)?(\d+(?:[.,]\d+)?)",
     re.I,
@@ -205,9 +209,7 @@ def _parse_json(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
     return Parsed("tie" if choice == "TIE" else choice, rationale, _json_offset(raw, "winner"))
 
 
-def parse_output(
-    raw: str, *, kind: ParserKind, scale: tuple[int, int], structured: bool = False
-) -> Parsed:
+def parse_output(raw: str, *, kind: ParserKind, scale: tuple[int, int], structured: bool = False) -> Parsed:
     """Parse one judge output or raise :class:`ParseError` with the reason."""
     if not raw or not raw.strip():
         raise ParseError("empty output")

@@ -93,7 +93,11 @@ class MultiTurnJudge(_ScoreJudge):
     default_template = "conversation"
 
     def __init__(
-        self, backend: Backend | str = "backend", *, mode: Literal["conversation", "turn"] = "conversation", **kwargs: Any
+        self,
+        backend: Backend | str = "backend",
+        *,
+        mode: Literal["conversation", "turn"] = "conversation",
+        **kwargs: Any,
     ) -> None:
         if "template" not in kwargs or kwargs["template"] is None:
             kwargs["template"] = "conversation" if mode == "conversation" else "last-turn"
@@ -108,7 +112,9 @@ class MultiTurnJudge(_ScoreJudge):
         last = max(i for i, m in enumerate(item.messages) if m.role == "assistant")
         return await self._judge_turn(item, last, backend)
 
-    async def ajudge_turn(self, value: Any, turn: int, *, backend: Backend | None = None, context: Any = None) -> PointwiseScore:
+    async def ajudge_turn(
+        self, value: Any, turn: int, *, backend: Backend | None = None, context: Any = None
+    ) -> PointwiseScore:
         """Judge the assistant message at index ``turn`` in its context."""
         from ._judge import coerce_input
 

@@ -31,9 +31,7 @@ def parse_retry_after(value: str | None) -> float | None:
         return None  # HTTP-date form: fall back to our own backoff
 
 
-async def with_retries(
-    attempt: Callable[[], Awaitable[T]], policy: RetryPolicy, what: str
-) -> tuple[T, int, float]:
+async def with_retries(attempt: Callable[[], Awaitable[T]], policy: RetryPolicy, what: str) -> tuple[T, int, float]:
     """Run ``attempt`` until it succeeds; return (value, attempts, latency of the last try).
 
     ``attempt`` raises :class:`Retryable` for 429/5xx/timeouts/resets and

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
-from typing import Union
 
 from ._backend import BackendError, Capabilities, GenerateRequest, GenerateResult
 from .types import Pricing, Usage
 
 __all__ = ["ScriptedBackend"]
 
-Reply = Union[str, GenerateResult, Exception]
+Reply = str | GenerateResult | Exception
 
 
 class ScriptedBackend:

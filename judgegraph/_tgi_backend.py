@@ -42,7 +42,7 @@ class TGIBackend:
         structured_output: bool = True,
     ) -> None:
         try:
-            from huggingface_hub import AsyncInferenceClient
+            import huggingface_hub  # noqa: F401
         except ImportError:
             raise MissingExtraError("TGIBackend", "tgi") from None
         self.base_url = base_url
@@ -52,7 +52,7 @@ class TGIBackend:
         self.pricing = pricing
         self.capabilities = Capabilities(structured_output=structured_output, logprobs=True)
         self._prompt_format = prompt_format
-        self._make_client = lambda: AsyncInferenceClient(base_url=base_url, token=token, timeout=self.retry.timeout_s)
+        self._token = token
         # The client's connection pool belongs to one event loop: keep one per loop.
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
@@ -61,7 +61,11 @@ class TGIBackend:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            client = self._clients[loop] = self._make_client()
+            from huggingface_hub import AsyncInferenceClient
+
+            client = self._clients[loop] = AsyncInferenceClient(
+                base_url=self.base_url, token=self._token, timeout=self.retry.timeout_s
+            )
         return client
 
     def __repr__(self) -> str:
@@ -138,13 +142,13 @@ class TGIBackend:
         choice = out.choices[0]
         tokens = None
         if choice.logprobs is not None and choice.logprobs.content:
-            tokens = tuple(
-                TokenLogprob(t.token, t.logprob, _alts(t.top_logprobs)) for t in choice.logprobs.content
-            )
+            tokens = tuple(TokenLogprob(t.token, t.logprob, _alts(t.top_logprobs)) for t in choice.logprobs.content)
         usage = Usage()
         if out.usage is not None:
             usage = Usage(prompt_tokens=out.usage.prompt_tokens, completion_tokens=out.usage.completion_tokens)
-        return GenerateResult(choice.message.content or "", out.model or self.model, usage, tokens, choice.finish_reason)
+        return GenerateResult(
+            choice.message.content or "", out.model or self.model, usage, tokens, choice.finish_reason
+        )
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         result, attempts, latency = await with_retries(

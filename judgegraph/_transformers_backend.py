@@ -47,7 +47,8 @@ class TransformersBackend:
         self.tokenizer.padding_side = "left"  # decoder-only batching pads on the left
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self._model = AutoModelForCausalLM.from_pretrained(str(model_path), dtype=dtype).to(self.device)
+        model: Any = AutoModelForCausalLM.from_pretrained(str(model_path), dtype=dtype)
+        self._model = model.to(self.device)
         self._model.eval()
         self.max_batch_size = max_batch_size
         self.batch_wait_s = batch_wait_s
@@ -130,7 +131,9 @@ class TransformersBackend:
         logprobs = torch.stack(out.scores, dim=1).float().log_softmax(-1)
         results = []
         for i, req in enumerate(requests):
-            results.append(self._one(req, out.sequences[i, prompt_len:], logprobs[i], int(enc["attention_mask"][i].sum())))
+            results.append(
+                self._one(req, out.sequences[i, prompt_len:], logprobs[i], int(enc["attention_mask"][i].sum()))
+            )
         return results
 
     def _one(self, req: GenerateRequest, ids: Any, logprobs: Any, n_prompt: int) -> GenerateResult:
@@ -148,8 +151,8 @@ class TransformersBackend:
         texts: list[str] = []
         prev = ""
         for k in range(len(ids_list)):
-            cur = tok.decode(ids_list[: k + 1], skip_special_tokens=True)
-            texts.append(cur[len(prev):])
+            cur = str(tok.decode(ids_list[: k + 1], skip_special_tokens=True))
+            texts.append(cur[len(prev) :])
             prev = cur
         text = prev
         for s in req.stop:
@@ -165,7 +168,7 @@ class TransformersBackend:
                     break
                 row = logprobs[k]
                 top_v, top_i = row.topk(k_top)
-                alts = tuple((tok.decode([int(j)]), float(v)) for v, j in zip(top_v, top_i, strict=True))
+                alts = tuple((str(tok.decode([int(j)])), float(v)) for v, j in zip(top_v, top_i, strict=True))
                 kept.append(TokenLogprob(piece, float(row[ids_list[k]]), alts))
                 pos += len(piece)
             tokens = tuple(kept)

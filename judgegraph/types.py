@@ -6,14 +6,14 @@ judge) is a pydantic model, so bad input fails early with the field named.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
-    "Criterion",
     "ConversationInput",
+    "Criterion",
     "MemberRecord",
     "Message",
     "PairwiseInput",
@@ -136,7 +136,7 @@ class Criterion(_Frozen):
 # ---------------------------------------------------------------- results
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     OK = "ok"
     UNPARSED = "unparsed"  # the model answered but not in a form we accept
     ERROR = "error"  # no usable answer: transport failure, timeout, ...
@@ -163,10 +163,7 @@ class Pricing(_Frozen):
     output_per_mtok: float = Field(ge=0)
 
     def cost(self, usage: Usage) -> float:
-        return (
-            usage.prompt_tokens * self.input_per_mtok
-            + usage.completion_tokens * self.output_per_mtok
-        ) / 1e6
+        return (usage.prompt_tokens * self.input_per_mtok + usage.completion_tokens * self.output_per_mtok) / 1e6
 
 
 class Provenance(_Frozen):
@@ -280,9 +277,7 @@ class RubricResult(_Result):
     weighted_score: float | None = None
 
     def to_evaluator_result(self, key: str = "rubric") -> dict[str, Any]:
-        comment = "; ".join(
-            f"{name}: {s.score if s.ok else s.status.value}" for name, s in self.criteria.items()
-        )
+        comment = "; ".join(f"{name}: {s.score if s.ok else s.status.value}" for name, s in self.criteria.items())
         return {"key": key, "score": self.weighted_score, "comment": comment}
 
 
@@ -302,9 +297,7 @@ class RetryPolicy(_Frozen):
     max_delay_s: float = Field(default=20.0, ge=0)
     jitter: bool = True
     timeout_s: float = Field(default=60.0, gt=0, description="per attempt")
-    max_retry_after_s: float = Field(
-        default=60.0, ge=0, description="a longer retry-after than this ends the retries"
-    )
+    max_retry_after_s: float = Field(default=60.0, ge=0, description="a longer retry-after than this ends the retries")
 
 
 class SwapPolicy(_Frozen):

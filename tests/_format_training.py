@@ -33,7 +33,7 @@ def teach_format(model_dir: Path, out_dir: Path, *, steps: int = 60, seed: int =
         examples.append((prompt, f"Fine. [RESULT] {score}<|im_end|>"))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     model.train()
-    for step in range(steps):
+    for _ in range(steps):
         batch = rng.sample(examples, 12)
         ids, labels = [], []
         for prompt, target in batch:

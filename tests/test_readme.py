@@ -53,4 +53,4 @@ def test_readme_snippet_runs(index: int, code: str, tmp_path: Path) -> None:
     if "OpenAIBackend(" in code:
         assert calls >= 1
     if "print(verdict.status" in code:
-        assert proc.stdout.strip() == "Status.OK 5 Correct and concise."
+        assert proc.stdout.strip() == "ok 5 Correct and concise."
