@@ -46,7 +46,11 @@ FLIP = {"A": "B", "B": "A"}
 
 
 def pair(i: int) -> dict[str, str]:
-    return {"instruction": f"Task #{i:02d}: which answer is better?", "response_a": f"alpha {i}", "response_b": f"beta {i}"}
+    return {
+        "instruction": f"Task #{i:02d}: which answer is better?",
+        "response_a": f"alpha {i}",
+        "response_b": f"beta {i}",
+    }
 
 
 def _which(req: GenerateRequest) -> tuple[int, bool]:
@@ -341,7 +345,9 @@ async def test_budget_cascade_as_a_batch_node_and_via_abatch() -> None:
          PairwiseJudge("strong", template="pairwise-choice", swap=SwapPolicy(mode="single"), name="strong")],
         escalate=Budget(fraction=0.5),
     )
-    ctx = Ctx(weak=choice_backend(dict.fromkeys(probs, "A"), probs=probs), strong=choice_backend(dict.fromkeys(probs, "B")))
+    ctx = Ctx(
+        weak=choice_backend(dict.fromkeys(probs, "A"), probs=probs), strong=choice_backend(dict.fromkeys(probs, "B"))
+    )
     g: StateGraph[State, Ctx, State, State] = StateGraph(State, context_schema=Ctx)
     g.add_node("judge", create_batch_judge_node(cascade))
     g.add_edge(START, "judge")
