@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
-from sklearn.metrics import accuracy_score, cohen_kappa_score, precision_recall_fscore_support
 
 from ._inputs import (
     Failure,
@@ -56,6 +55,8 @@ def accuracy(
     score_field: ScoreField = "score",
 ) -> MetricResult:
     """Share of items where the prediction equals the reference."""
+    from sklearn.metrics import accuracy_score
+
     res = resolve(predictions, references, unparsed=unparsed, tie_label=tie_label, score_field=score_field)
     if not res.left:
         return MetricResult(name="accuracy", value=None, counts=res.counts)
@@ -73,6 +74,8 @@ def agreement(
 ) -> MetricResult:
     """Raw agreement rate. With ``include_ties=False`` items where either side is a tie are
     dropped (MT-Bench's "without tie" setup) and counted in ``counts.dropped_ties``."""
+    from sklearn.metrics import accuracy_score
+
     res = resolve(predictions, references, unparsed=unparsed, tie_label=tie_label, drop_ties=not include_ties)
     name = "agreement" if include_ties else "agreement_without_ties"
     if not res.left:
@@ -96,6 +99,8 @@ def cohen_kappa(
     ``labels=("A", "tie", "B")``). Under ``unparsed="wrong"`` a failed item is its own category
     that agrees with nothing, which has no place on an ordinal scale, so weighted kappa refuses it.
     """
+    from sklearn.metrics import cohen_kappa_score
+
     allowed = ("exclude", "tie") if weights else ("exclude", "wrong", "tie")
     why = "a failed item has no position on a weighted scale" if weights else ""
     res = resolve(
@@ -208,6 +213,8 @@ def classification_scores(
     Under ``unparsed="wrong"`` a failed prediction is a miss for its reference's label and a
     false positive for no label, so it lowers recall but not precision.
     """
+    from sklearn.metrics import accuracy_score, precision_recall_fscore_support
+
     res = resolve(predictions, references, unparsed=unparsed, tie_label=tie_label)
     if not res.left:
         names = [str(x) for x in labels] if labels is not None else []

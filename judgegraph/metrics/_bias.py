@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
-from scipy import stats
 
 from ..types import PairwiseVerdict
 from ._correlation import CorrelationResult, correlation
@@ -169,6 +168,8 @@ def length_bias(
     verdicts are counted and never count as preferring either answer (policies ``exclude``
     and ``tie`` give the same rate; ``wrong`` is refused as meaningless here).
     """
+    from scipy import stats
+
     la = [_length(x) for x in lengths_a]
     lb = [_length(x) for x in lengths_b]
     if not len(predictions) == len(la) == len(lb):

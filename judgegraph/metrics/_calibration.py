@@ -13,8 +13,6 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
-from scipy import stats
-from sklearn.metrics import brier_score_loss
 
 from ._inputs import Failure, ItemCounts, ScoreField, _Model, check_policy, extract
 
@@ -68,6 +66,8 @@ def reliability_curve(
     strategy: Strategy = "uniform",
 ) -> list[ReliabilityBin]:
     """Per-bin mean confidence and accuracy (empty bins kept, with None)."""
+    from scipy import stats
+
     conf = np.asarray(confidences, dtype=float)
     hit = np.asarray(correct, dtype=float)
     if conf.shape != hit.shape:
@@ -140,6 +140,8 @@ def calibration(
     dropped (``exclude``), counted incorrect (``wrong``) or compared as a tie (``tie``) —
     in the last two cases only if a confidence was supplied for it.
     """
+    from sklearn.metrics import brier_score_loss
+
     policy = check_policy(unparsed)
     if len(predictions) != len(references):
         raise ValueError("predictions and references must be equally long")

@@ -19,7 +19,6 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
-from scipy import stats
 
 from ._inputs import Failure, ItemCounts, ScoreField, _Model, extract, resolve
 
@@ -59,6 +58,8 @@ class Correlations(_Model):
 def _corr(
     method: Method, x: Sequence[float], y: Sequence[float], kendall_variant: str
 ) -> tuple[float | None, float | None]:
+    from scipy import stats
+
     if len(x) < 2 or np.ptp(np.asarray(x, dtype=float)) == 0 or np.ptp(np.asarray(y, dtype=float)) == 0:
         return None, None
     if method == "pearson":
