@@ -482,3 +482,40 @@ def test_accuracy_policies_bracket(pairs: list[tuple[str | None, str]]) -> None:
     assert wrong.value is not None and tie.value is not None
     assert 0.0 <= wrong.value <= tie.value <= 1.0
     assert wrong.counts.unparsed == tie.counts.unparsed == sum(p is None for p in preds)
+
+
+@pytest.mark.parametrize("policy", ["exclude", "wrong", "tie"])
+@pytest.mark.parametrize(
+    ("preds", "refs", "kind"),
+    [
+        ([], [], "pairwise"),
+        (["A"], ["A"], "pairwise"),
+        ([Status.UNPARSED, Status.ERROR], ["A", "B"], "pairwise"),
+        (["A"] * 5, ["A"] * 5, "pairwise"),
+        ([3], [3], "pointwise"),
+        ([3, 3, 3], [1, 2, 3], "pointwise"),
+        ([Status.UNPARSED] * 3, [1, 2, 3], "pointwise"),
+    ],
+)
+def test_degenerate_inputs_give_undefined_not_errors(preds: list[Any], refs: list[Any], kind: Any, policy: str) -> None:
+    import warnings
+
+    n = len(preds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rep = summarize(
+            preds,
+            refs,
+            kind=kind,
+            unparsed=policy,
+            tie_label="tie" if kind == "pairwise" else 3,
+            categories=["x"] * n,
+            confidences=[0.5] * n,
+            lengths_a=[1] * n,
+            lengths_b=[2] * n,
+        )
+    assert rep.n_items == n
+    assert rep.n_unparsed + rep.n_error == sum(isinstance(p, Status) for p in preds)
+    if rep.cohen_kappa is not None and len(set(map(str, preds + refs))) < 2:
+        assert rep.cohen_kappa.value is None
+    MetaEvalReport.model_validate_json(rep.model_dump_json())

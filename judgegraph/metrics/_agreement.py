@@ -116,7 +116,10 @@ def cohen_kappa(
     if not res.left:
         return MetricResult(name=name, value=None, counts=res.counts)
     pred, ref, order = encode(res, labels)
-    kappa_labels = list(range(len(order))) if weights else None  # None: every observed code, sentinels included
+    # Weighted: the label order is the scale. Unweighted: every code seen, forced-wrong ones included.
+    kappa_labels = list(range(len(order))) if weights else sorted(set(pred) | set(ref))
+    if len(set(pred) | set(ref)) < 2:
+        return MetricResult(name=name, value=None, counts=res.counts)  # one category: chance agreement is 1
     with np.errstate(divide="ignore", invalid="ignore"):
         value = cohen_kappa_score(ref, pred, labels=kappa_labels, weights=weights)
     return MetricResult(name=name, value=_finite(value), counts=res.counts)
@@ -172,7 +175,8 @@ def krippendorff_alpha(
     )
     name = f"krippendorff_alpha_{level}"
     values = set(data[~np.isnan(data)].tolist())
-    if len(values) < 2:
+    pairable = bool(np.any(np.sum(~np.isnan(data), axis=0) >= 2))
+    if len(values) < 2 or not pairable:
         return MetricResult(name=name, value=None, counts=counts)
     value = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
     return MetricResult(name=name, value=_finite(value), counts=counts)
