@@ -262,7 +262,10 @@ def limit_context(
 def fingerprint_for(judge: Any, context: Mapping[str, Any] | None) -> dict[str, Any]:
     backend = None
     if isinstance(judge, BaseJudge):
-        backend = judge.resolve_backend(None, context)
+        try:
+            backend = judge.resolve_backend(None, context)
+        except TypeError:
+            backend = None  # a composite (cascade, ensemble): its parts name their own backends
     fp = judge_fingerprint(judge, backend)
     if backend is None and context:
         fp["context_backends"] = {
