@@ -31,7 +31,9 @@ from judgegraph._replay import (
 
 
 def items(n: int) -> list[dict[str, str]]:
-    return [{"instruction": f"Question {i}?", "response_a": f"first {i}", "response_b": f"second {i}"} for i in range(n)]
+    return [
+        {"instruction": f"Question {i}?", "response_a": f"first {i}", "response_b": f"second {i}"} for i in range(n)
+    ]
 
 
 def biased_scores(req: GenerateRequest) -> str:
