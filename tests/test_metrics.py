@@ -120,6 +120,10 @@ def test_agreement_without_ties_drops_either_side_tie() -> None:
     assert without.counts.dropped_ties == 2 and without.counts.used == 3
     assert without.value == pytest.approx(2 / 3)
     assert without.name == "agreement_without_ties"
+    # A failed item whose other side is a tie is a tie item: dropped, whatever the policy.
+    w = agreement(["A", None, None], ["A", "tie", "B"], include_ties=False, unparsed="wrong")
+    assert (w.counts.used, w.counts.dropped_ties, w.counts.unparsed) == (2, 1, 2)
+    assert w.value == pytest.approx(1 / 2)
 
 
 # ----------------------------------------------------------- kappa / alpha / classification

@@ -160,7 +160,7 @@ def resolve(
                 a = tie_label if isinstance(a, Failure) else a
                 b = tie_label if isinstance(b, Failure) else b
                 failed = False
-        if drop_ties and not failed and (a == tie_label or b == tie_label):
+        if drop_ties and any(not isinstance(v, Failure) and v == tie_label for v in (a, b)):
             n_excluded += 1
             n_ties += 1
             continue
