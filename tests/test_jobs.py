@@ -80,7 +80,7 @@ def _spec(src: Path, url: str, **limits: Any) -> JobSpec:
             structured_output=False,
             max_attempts=2,
             pricing={"input_per_mtok": 1.0, "output_per_mtok": 4.0},
-        ),  # fmt: skip
+        ),
         limits=Limits(concurrency=8, **limits),
     )
 
@@ -130,8 +130,7 @@ async def test_resume_pays_for_nothing_done_and_rerun_failed_retries_only_failur
         assert changed == {4, 9}
         assert (fixed.judged, fixed.ok, fixed.cached) == (2, 2, 28)
     with Store(tmp_path / "s.db") as st:
-        assert st.counts(first.run_id) == {"rows": 30, "ok": 30, "unparsed": 0, "error": 0, "invalid": 0,
-                                           "pending": 0}  # fmt: skip
+        assert st.counts(first.run_id) == {"rows": 30, "ok": 30, "unparsed": 0, "error": 0, "invalid": 0, "pending": 0}
         assert st._db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 30
 
 
@@ -163,8 +162,13 @@ async def test_retries_are_bounded_and_recorded(tmp_path: Path, loopback: Any) -
         return Reply("[SCORES] 5 5")
 
     with loopback(respond) as server:
-        backend = OpenAIBackend("m", base_url=server.url + "/v1", api_key="x", structured_output=False,
-                                retry=RetryPolicy(max_attempts=3, initial_delay_s=0.01, jitter=False))  # fmt: skip
+        backend = OpenAIBackend(
+            "m",
+            base_url=server.url + "/v1",
+            api_key="x",
+            structured_output=False,
+            retry=RetryPolicy(max_attempts=3, initial_delay_s=0.01, jitter=False),
+        )
         spec = _spec(src, server.url)
         s = await run_spec(spec, store=tmp_path / "s.db", run_id="r", backend=backend)
     assert flaky[2] == 6  # 3 attempts x 2 orders, then it gives up
@@ -187,7 +191,7 @@ async def test_pointwise_multiturn_and_rubric_jobs(tmp_path: Path) -> None:
                     "turns": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}],
                     "score": i % 5 + 1,
                 }
-            )  # fmt: skip
+            )
             for i in range(6)
         )
         + "\n"
@@ -202,8 +206,9 @@ async def test_pointwise_multiturn_and_rubric_jobs(tmp_path: Path) -> None:
     ):
         cfg = SourceConfig(path=str(src), fields=fields, label="score")
         judge = build_judge(JudgeConfig(kind=kind, **extra))  # type: ignore[arg-type]
-        outcomes[kind] = await run_job(cfg, judge=judge, kind=kind, store=tmp_path / "s.db", run_id=kind,
-                                       context={"backend": backend})  # fmt: skip
+        outcomes[kind] = await run_job(
+            cfg, judge=judge, kind=kind, store=tmp_path / "s.db", run_id=kind, context={"backend": backend}
+        )
     assert outcomes["pointwise"].ok == outcomes["multiturn"].ok == 6
     # A rubric on a 1-3 scale cannot take a 4: unparsed, with the reason, never clamped.
     assert outcomes["rubric"].unparsed == 6
@@ -216,10 +221,17 @@ async def test_pointwise_multiturn_and_rubric_jobs(tmp_path: Path) -> None:
 
 def test_config_hash_tracks_the_judge_not_the_plumbing(tmp_path: Path) -> None:
     src = str(tmp_path / "x.jsonl")
-    base = JobSpec(source=SourceConfig(path=src), judge=JudgeConfig(kind="pairwise"),
-                   backend=BackendConfig(model="m", base_url="http://a/v1"))  # fmt: skip
-    same = base.model_copy(update={"backend": BackendConfig(model="m", base_url="http://b/v1", max_attempts=9),
-                                   "limits": Limits(concurrency=3, rpm=5)})  # fmt: skip
+    base = JobSpec(
+        source=SourceConfig(path=src),
+        judge=JudgeConfig(kind="pairwise"),
+        backend=BackendConfig(model="m", base_url="http://a/v1"),
+    )
+    same = base.model_copy(
+        update={
+            "backend": BackendConfig(model="m", base_url="http://b/v1", max_attempts=9),
+            "limits": Limits(concurrency=3, rpm=5),
+        }
+    )
     other_model = base.model_copy(update={"backend": BackendConfig(model="m2", base_url="http://a/v1")})
     other_template = base.model_copy(update={"judge": JudgeConfig(kind="pairwise", template="pairwise-choice")})
     assert base.config_hash() == same.config_hash()
@@ -280,8 +292,9 @@ async def test_rate_limited_job_gives_the_same_results(tmp_path: Path, loopback:
     src = _items(tmp_path / "items.jsonl", 6)
     with loopback(Judge()) as server:
         plain = await run_spec(_spec(src, server.url), store=tmp_path / "a.db", run_id="r")
-        limited = await run_spec(_spec(src, server.url, rpm=60_000, tpm=10_000_000), store=tmp_path / "b.db",
-                                 run_id="r")  # fmt: skip
+        limited = await run_spec(
+            _spec(src, server.url, rpm=60_000, tpm=10_000_000), store=tmp_path / "b.db", run_id="r"
+        )
     assert plain.config_hash == limited.config_hash
     with Store(tmp_path / "a.db") as a, Store(tmp_path / "b.db") as b:
         assert [(r.item_hash, r.result["winner"]) for r in a.rows("r")] == [
@@ -298,9 +311,29 @@ def test_cli_eval_then_report(tmp_path: Path, loopback: Any) -> None:
     src = _items(tmp_path / "items.jsonl", 12, bad=(2,))
     runner = CliRunner()
     with loopback(Judge(unparsed={4})) as server:
-        args = ["eval", str(src), "--model", "m", "--base-url", server.url + "/v1", "--no-structured",
-                "--map", "instruction=prompt", "--map", "response_a=left", "--map", "response_b=right",
-                "--label", "human", "--store", str(tmp_path / "s.db"), "--run-id", "cli", "--no-progress", "--json"]  # fmt: skip
+        args = [
+            "eval",
+            str(src),
+            "--model",
+            "m",
+            "--base-url",
+            server.url + "/v1",
+            "--no-structured",
+            "--map",
+            "instruction=prompt",
+            "--map",
+            "response_a=left",
+            "--map",
+            "response_b=right",
+            "--label",
+            "human",
+            "--store",
+            str(tmp_path / "s.db"),
+            "--run-id",
+            "cli",
+            "--no-progress",
+            "--json",
+        ]
         res = runner.invoke(app, args)
         assert res.exit_code == 0, res.output
         summary = json.loads(res.stdout[res.stdout.index("{") :])

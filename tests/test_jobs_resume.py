@@ -40,10 +40,30 @@ class CountingJudge:
 
 def _cli(src: Path, store: Path, url: str) -> list[str]:
     return [
-        sys.executable, "-m", "judgegraph._cli_eval", "eval", str(src), "--model", "m", "--base-url", url + "/v1",
-        "--no-structured", "--map", "instruction=q", "--map", "response_a=a", "--map", "response_b=b",
-        "--store", str(store), "--run-id", "killed", "--concurrency", "6", "--no-progress",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "judgegraph._cli_eval",
+        "eval",
+        str(src),
+        "--model",
+        "m",
+        "--base-url",
+        url + "/v1",
+        "--no-structured",
+        "--map",
+        "instruction=q",
+        "--map",
+        "response_a=a",
+        "--map",
+        "response_b=b",
+        "--store",
+        str(store),
+        "--run-id",
+        "killed",
+        "--concurrency",
+        "6",
+        "--no-progress",
+    ]
 
 
 def _committed(store: Path) -> dict[str, int]:
@@ -65,14 +85,21 @@ def test_kill_9_then_resume_loses_nothing_and_repays_nothing(tmp_path: Path, loo
     with src.open("w") as fp:
         for i in range(N):
             good_first = i % 3 != 0
-            fp.write(json.dumps({"q": f"item-{i:04d}: better?", "a": "GOOD one" if good_first else "BAD one",
-                                 "b": "BAD one" if good_first else "GOOD one"}) + "\n")  # fmt: skip
+            fp.write(
+                json.dumps(
+                    {
+                        "q": f"item-{i:04d}: better?",
+                        "a": "GOOD one" if good_first else "BAD one",
+                        "b": "BAD one" if good_first else "GOOD one",
+                    }
+                )
+                + "\n"
+            )
     store = tmp_path / "runs.db"
     judge = CountingJudge()
     env = {**os.environ, "OPENAI_API_KEY": "unused"}
     with loopback(judge, latency_s=0.03) as server:
-        proc = subprocess.Popen(_cli(src, store, server.url), env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT)  # fmt: skip
+        proc = subprocess.Popen(_cli(src, store, server.url), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 120
             while len(_committed(store)) < N // 4:
@@ -88,8 +115,9 @@ def test_kill_9_then_resume_loses_nothing_and_repays_nothing(tmp_path: Path, loo
         calls_at_kill = Counter(judge.per_item)
         assert N // 4 <= len(after_kill) < N, "kill -9 must land mid-run"
 
-        resumed = subprocess.run(_cli(src, store, server.url) + ["--json"], env=env, capture_output=True,
-                                 text=True, timeout=300)  # fmt: skip
+        resumed = subprocess.run(
+            [*_cli(src, store, server.url), "--json"], env=env, capture_output=True, text=True, timeout=300
+        )
         assert resumed.returncode == 0, resumed.stderr
         summary = json.loads(resumed.stdout)
 
@@ -106,7 +134,7 @@ def test_kill_9_then_resume_loses_nothing_and_repays_nothing(tmp_path: Path, loo
     assert all(winners[h] == ("B" if final[h] % 3 == 0 else "A") for h in final)
 
     # Nothing stored before the kill was paid for again: its server-side count did not move.
-    for h, i in after_kill.items():
+    for i in after_kill.values():
         assert judge.per_item[i] == calls_at_kill[i] == 2, (i, judge.per_item[i], calls_at_kill[i])
     # The resumed run asked for exactly the items that were not stored (two orders each).
     resumed_calls = sum(judge.per_item.values()) - sum(calls_at_kill.values())

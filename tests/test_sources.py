@@ -144,17 +144,38 @@ LS_RUN = {
     "inputs": {
         "messages": [
             [
-                {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "SystemMessage"],
-                 "kwargs": {"content": "Be brief.", "type": "system"}},
-                {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "HumanMessage"],
-                 "kwargs": {"content": "Capital of France?", "type": "human"}},
+                {
+                    "lc": 1,
+                    "type": "constructor",
+                    "id": ["langchain", "schema", "messages", "SystemMessage"],
+                    "kwargs": {"content": "Be brief.", "type": "system"},
+                },
+                {
+                    "lc": 1,
+                    "type": "constructor",
+                    "id": ["langchain", "schema", "messages", "HumanMessage"],
+                    "kwargs": {"content": "Capital of France?", "type": "human"},
+                },
             ]
         ]
     },
-    "outputs": {"generations": [[{"text": "Paris.", "message": {"lc": 1, "type": "constructor",
-                "id": ["langchain", "schema", "messages", "AIMessage"], "kwargs": {"content": "Paris."}}}]]},
+    "outputs": {
+        "generations": [
+            [
+                {
+                    "text": "Paris.",
+                    "message": {
+                        "lc": 1,
+                        "type": "constructor",
+                        "id": ["langchain", "schema", "messages", "AIMessage"],
+                        "kwargs": {"content": "Paris."},
+                    },
+                }
+            ]
+        ]
+    },
     "error": None,
-}  # fmt: skip
+}
 LS_CHAIN = {"id": "run-2", "run_type": "chain", "inputs": {"question": "2+2?"}, "outputs": {"answer": "4"}}
 LS_EXAMPLE = {
     "id": "ex-1",
@@ -178,8 +199,9 @@ def test_langsmith_runs_and_examples(tmp_path: Path) -> None:
     conv = _prep("multiturn", f)
     assert conv[0].item.messages[-1].content == "Paris."
     # Users can still map raw keys of the export.
-    mapped = _prep("pointwise", f, format="langsmith", fields={"instruction": "inputs.question",
-                                                                "response": "outputs.answer"})  # fmt: skip
+    mapped = _prep(
+        "pointwise", f, format="langsmith", fields={"instruction": "inputs.question", "response": "outputs.answer"}
+    )
     assert mapped[0].item is None and "missing instruction" in mapped[0].problem
     assert mapped[1].item.instruction == "2+2?"
 
@@ -194,45 +216,71 @@ def _attr(k: str, v: Any) -> dict[str, Any]:
 
 
 def _request(spans: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "bot")]},
-                               "scopeSpans": [{"scope": {"name": "x"}, "spans": spans}]}]}  # fmt: skip
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [_attr("service.name", "bot")]},
+                "scopeSpans": [{"scope": {"name": "x"}, "spans": spans}],
+            }
+        ]
+    }
 
 
 CURRENT = {
-    "traceId": "t1", "spanId": "s1", "name": "chat gpt-x",
+    "traceId": "t1",
+    "spanId": "s1",
+    "name": "chat gpt-x",
     "attributes": [
-        _attr("gen_ai.operation.name", "chat"), _attr("gen_ai.request.model", "gpt-x"),
+        _attr("gen_ai.operation.name", "chat"),
+        _attr("gen_ai.request.model", "gpt-x"),
         _attr("gen_ai.input.messages", json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Hi?"}]}])),
-        _attr("gen_ai.output.messages", json.dumps([{"role": "assistant", "parts": [{"type": "text",
-              "content": "Hello!"}], "finish_reason": "stop"}])),
+        _attr(
+            "gen_ai.output.messages",
+            json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": "Hello!"}], "finish_reason": "stop"}]
+            ),
+        ),
         _attr("gen_ai.usage.input_tokens", 3),
     ],
-}  # fmt: skip
+}
 EVENTS = {
-    "traceId": "t2", "spanId": "s2", "name": "chat",
+    "traceId": "t2",
+    "spanId": "s2",
+    "name": "chat",
     "attributes": [_attr("gen_ai.system", "openai"), _attr("gen_ai.request.model", "m")],
     "events": [
         {"name": "gen_ai.system.message", "attributes": [_attr("content", "Be nice.")]},
         {"name": "gen_ai.user.message", "attributes": [_attr("content", "Tell a joke")]},
         {"name": "gen_ai.choice", "attributes": [_attr("message", json.dumps({"content": "Knock knock."}))]},
     ],
-}  # fmt: skip
+}
 INDEXED = {
-    "traceId": "t3", "spanId": "s3", "name": "openai.chat",
-    "attributes": [_attr("gen_ai.prompt.0.role", "user"), _attr("gen_ai.prompt.0.content", "Sum 1+1"),
-                   _attr("gen_ai.completion.0.content", "2")],
-}  # fmt: skip
+    "traceId": "t3",
+    "spanId": "s3",
+    "name": "openai.chat",
+    "attributes": [
+        _attr("gen_ai.prompt.0.role", "user"),
+        _attr("gen_ai.prompt.0.content", "Sum 1+1"),
+        _attr("gen_ai.completion.0.content", "2"),
+    ],
+}
 NOT_GENAI = {"traceId": "t4", "spanId": "s4", "name": "GET /", "attributes": [_attr("http.method", "GET")]}
-EMBEDDING = {"traceId": "t5", "spanId": "s5", "name": "emb", "attributes": [_attr("gen_ai.operation.name",
-             "embeddings")]}  # fmt: skip
+EMBEDDING = {
+    "traceId": "t5",
+    "spanId": "s5",
+    "name": "emb",
+    "attributes": [_attr("gen_ai.operation.name", "embeddings")],
+}
 
 
 def test_otel_genai_spans_in_all_three_conventions(tmp_path: Path) -> None:
     recs = list(otel_rows(_request([CURRENT, EVENTS, INDEXED, NOT_GENAI, EMBEDDING])))
     assert [r["span_id"] for r in recs] == ["s1", "s2", "s3"]
     assert [(r["instruction"], r["response"]) for r in recs] == [
-        ("Hi?", "Hello!"), ("Tell a joke", "Knock knock."), ("Sum 1+1", "2")
-    ]  # fmt: skip
+        ("Hi?", "Hello!"),
+        ("Tell a joke", "Knock knock."),
+        ("Sum 1+1", "2"),
+    ]
     assert recs[0]["model"] == "gpt-x" and recs[0]["attributes"]["gen_ai.usage.input_tokens"] == 3
     assert [m["role"] for m in recs[1]["messages"]] == ["system", "user", "assistant"]
 

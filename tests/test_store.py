@@ -12,8 +12,9 @@ from judgegraph.jobs import ItemRecord, ResultRecord, RunMismatchError, Store
 
 
 def _result(h: str, status: str = "ok", chash: str = "c1") -> ResultRecord:
-    return ResultRecord(chash, h, status, None if status == "ok" else "why", f'{{"status": "{status}"}}', 0.001, 10,
-                        2, 1, time.time())  # fmt: skip
+    return ResultRecord(
+        chash, h, status, None if status == "ok" else "why", f'{{"status": "{status}"}}', 0.001, 10, 2, 1, time.time()
+    )
 
 
 def test_wal_mode_and_results_keyed_by_item_and_config(tmp_path: Path) -> None:
