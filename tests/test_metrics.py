@@ -20,6 +20,7 @@ from sklearn.metrics import brier_score_loss, cohen_kappa_score, precision_recal
 from judgegraph.metrics import (
     MetaEvalReport,
     MetricResult,
+    UnparsedPolicy,
     accuracy,
     agreement,
     breakdown,
@@ -93,7 +94,7 @@ def test_plain_labels_none_and_status_markers() -> None:
 
 def test_bad_policy_and_length_mismatch() -> None:
     with pytest.raises(ValueError, match="unparsed="):
-        accuracy(["A"], ["A"], unparsed="ignore")
+        accuracy(["A"], ["A"], unparsed="ignore")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="length mismatch"):
         accuracy(["A", "B"], ["A"])
 
@@ -501,7 +502,9 @@ def test_accuracy_policies_bracket(pairs: list[tuple[str | None, str]]) -> None:
         ([Status.UNPARSED] * 3, [1, 2, 3], "pointwise"),
     ],
 )
-def test_degenerate_inputs_give_undefined_not_errors(preds: list[Any], refs: list[Any], kind: Any, policy: str) -> None:
+def test_degenerate_inputs_give_undefined_not_errors(
+    preds: list[Any], refs: list[Any], kind: Any, policy: UnparsedPolicy
+) -> None:
     import warnings
 
     n = len(preds)

@@ -19,6 +19,7 @@ from ._inputs import (
     ItemCounts,
     MetricResult,
     ScoreField,
+    UnparsedPolicy,
     _Model,
     check_policy,
     encode,
@@ -50,7 +51,7 @@ def accuracy(
     predictions: Sequence[Any],
     references: Sequence[Any],
     *,
-    unparsed: str = "exclude",
+    unparsed: UnparsedPolicy = "exclude",
     tie_label: Any = "tie",
     score_field: ScoreField = "score",
 ) -> MetricResult:
@@ -69,7 +70,7 @@ def agreement(
     references: Sequence[Any],
     *,
     include_ties: bool = True,
-    unparsed: str = "exclude",
+    unparsed: UnparsedPolicy = "exclude",
     tie_label: Any = "tie",
 ) -> MetricResult:
     """Raw agreement rate. With ``include_ties=False`` items where either side is a tie are
@@ -90,7 +91,7 @@ def cohen_kappa(
     *,
     weights: KappaWeights | None = None,
     labels: Sequence[Any] | None = None,
-    unparsed: str = "exclude",
+    unparsed: UnparsedPolicy = "exclude",
     tie_label: Any = "tie",
     score_field: ScoreField = "score",
 ) -> MetricResult:
@@ -130,7 +131,7 @@ def krippendorff_alpha(
     *,
     level: AlphaLevel = "nominal",
     labels: Sequence[Any] | None = None,
-    unparsed: str = "exclude",
+    unparsed: UnparsedPolicy = "exclude",
     tie_label: Any = "tie",
     score_field: ScoreField = "score",
 ) -> MetricResult:
@@ -208,7 +209,7 @@ def classification_scores(
     *,
     average: Literal["macro", "micro", "weighted"] = "macro",
     labels: Sequence[Any] | None = None,
-    unparsed: str = "exclude",
+    unparsed: UnparsedPolicy = "exclude",
     tie_label: Any = "tie",
     zero_division: float = 0.0,
 ) -> ClassificationResult:

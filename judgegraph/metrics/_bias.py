@@ -19,7 +19,7 @@ from pydantic import Field
 
 from ..types import PairwiseVerdict
 from ._correlation import CorrelationResult, correlation
-from ._inputs import Failure, ItemCounts, MetricResult, _Model, check_policy, extract, resolve
+from ._inputs import Failure, ItemCounts, MetricResult, UnparsedPolicy, _Model, check_policy, extract, resolve
 
 __all__ = [
     "LengthBiasResult",
@@ -70,7 +70,7 @@ def position_consistency(
     first: Sequence[Any],
     second: Sequence[Any] | None = None,
     *,
-    unparsed: str = "exclude",
+    unparsed: UnparsedPolicy = "exclude",
     a_label: Any = "A",
     b_label: Any = "B",
     tie_label: Any = "tie",
@@ -156,7 +156,7 @@ def length_bias(
     lengths_b: Sequence[Any],
     *,
     references: Sequence[Any] | None = None,
-    unparsed: str = "exclude",
+    unparsed: UnparsedPolicy = "exclude",
     a_label: Any = "A",
     b_label: Any = "B",
     tie_label: Any = "tie",
@@ -211,7 +211,7 @@ def length_correlation(
     lengths: Sequence[Any],
     *,
     method: Literal["pearson", "spearman", "kendall"] = "spearman",
-    unparsed: str = "exclude",
+    unparsed: UnparsedPolicy = "exclude",
     fill: float | None = None,
 ) -> CorrelationResult:
     """Length bias of a pointwise judge: correlation of its scores with answer length."""
@@ -233,7 +233,7 @@ def swap_accuracy(
     references: Sequence[Any],
     *,
     second: Sequence[Any] | None = None,
-    unparsed: str = "exclude",
+    unparsed: UnparsedPolicy = "exclude",
     a_label: Any = "A",
     b_label: Any = "B",
     tie_label: Any = "tie",

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from ._inputs import Failure, ItemCounts, ScoreField, _Model, check_policy, extract
+from ._inputs import Failure, ItemCounts, ScoreField, UnparsedPolicy, _Model, check_policy, extract
 
 __all__ = [
     "CalibrationResult",
@@ -128,7 +128,7 @@ def calibration(
     confidences: Sequence[float | None] | None = None,
     n_bins: int = 10,
     strategy: Strategy = "uniform",
-    unparsed: str = "exclude",
+    unparsed: UnparsedPolicy = "exclude",
     tie_label: Any = "tie",
     score_field: ScoreField = "score",
 ) -> CalibrationResult:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from ._inputs import Failure, ItemCounts, ScoreField, _Model, extract, resolve
+from ._inputs import Failure, ItemCounts, ScoreField, UnparsedPolicy, _Model, extract, resolve
 
 __all__ = [
     "CorrelationResult",
@@ -88,7 +88,7 @@ def correlation(
     method: Method = "pearson",
     level: Level = "sample",
     groups: Sequence[Any] | None = None,
-    unparsed: str = "exclude",
+    unparsed: UnparsedPolicy = "exclude",
     fill: float | None = None,
     score_field: ScoreField = "score",
     kendall_variant: Literal["b", "c"] = "b",
@@ -147,7 +147,7 @@ def _kept_groups(
     predictions: Sequence[Any],
     references: Sequence[Any],
     groups: list[Any],
-    unparsed: str,
+    unparsed: UnparsedPolicy,
     score_field: ScoreField,
 ) -> list[Any]:
     """The groups of the items ``resolve`` keeps, in order (only ``exclude`` drops items)."""

@@ -129,7 +129,7 @@ def resolve(
     left: Sequence[Any],
     right: Sequence[Any],
     *,
-    unparsed: str,
+    unparsed: UnparsedPolicy,
     tie_label: Any = "tie",
     score_field: ScoreField = "score",
     drop_ties: bool = False,

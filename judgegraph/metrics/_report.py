@@ -98,7 +98,7 @@ def summarize(
     *,
     name: str | None = None,
     kind: Kind | None = None,
-    unparsed: str = "exclude",
+    unparsed: UnparsedPolicy = "exclude",
     tie_label: Any = "tie",
     a_label: Any = "A",
     b_label: Any = "B",
