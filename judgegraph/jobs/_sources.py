@@ -15,6 +15,7 @@ import csv
 import glob
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -121,7 +122,7 @@ def detect_format(path: str) -> str:
 
 
 def _first_json_value(path: str) -> Any:
-    with open(path, encoding="utf-8") as fp:
+    with open(path, encoding="utf-8", errors="surrogateescape") as fp:
         if path.lower().endswith(".json"):
             for value, _ in _iter_json_stream(fp, peek=True):
                 return None if isinstance(value, _Bad) else value
@@ -138,6 +139,18 @@ class _Bad(str):
     """A record that could not be decoded; the string is why."""
 
 
+# Text files are read with errors="surrogateescape", so a byte that is not
+# UTF-8 spoils only its own record (as U+DC80..U+DCFF) instead of the file.
+_ESCAPED = re.compile("[\udc80-\udcff]")
+
+
+def _undecodable(text: str) -> str | None:
+    m = _ESCAPED.search(text)
+    if m is None:
+        return None
+    return f"not valid UTF-8: byte 0x{ord(m.group()) - 0xDC00:02x} at character {m.start()}"
+
+
 def _iter_json_lines(fp: Any) -> Iterator[tuple[Any, int]]:
     """JSON Lines: one value per non-blank line. A broken line yields a
     :class:`_Bad` in its place and the next line is read as usual."""
@@ -145,10 +158,17 @@ def _iter_json_lines(fp: Any) -> Iterator[tuple[Any, int]]:
     for line in fp:
         if not line.strip():
             continue
+        bad = _undecodable(line)
+        if bad is not None:
+            yield _Bad(bad), n
+            n += 1
+            continue
         try:
             yield json.loads(line), n
         except ValueError as exc:
             yield _Bad(f"not valid JSON ({exc}): {line.strip()[:60]!r}"), n
+        except RecursionError:
+            yield _Bad(f"not valid JSON (nested too deeply): {line.strip()[:60]!r}"), n
         n += 1
 
 
@@ -197,10 +217,14 @@ def _iter_json_stream(fp: Any, *, peek: bool = False) -> Iterator[tuple[Any, int
                     continue
                 yield _Bad(f"not valid JSON at record {n} ({exc.msg})"), n
                 return
+            except RecursionError:
+                yield _Bad(f"not valid JSON at record {n} (nested too deeply)"), n
+                return
             if end == len(buf) and not eof and not isinstance(value, dict | list) and refill():
                 continue  # a bare number may go on in the next chunk
+            bad = _undecodable(buf[pos:end])
             pos = end
-            yield value, n
+            yield (value if bad is None else _Bad(bad)), n
             n += 1
             break
         if peek and in_array:
@@ -208,7 +232,7 @@ def _iter_json_stream(fp: Any, *, peek: bool = False) -> Iterator[tuple[Any, int
 
 
 def _json_rows(path: str, file: int) -> Iterator[SourceRow]:
-    with open(path, encoding="utf-8") as fp:
+    with open(path, encoding="utf-8", errors="surrogateescape") as fp:
         values = _iter_json_stream(fp) if path.lower().endswith(".json") else _iter_json_lines(fp)
         for value, n in values:
             if isinstance(value, _Bad):
@@ -226,7 +250,7 @@ def _csv_rows(path: str, file: int, *, delimiter: str = ",") -> Iterator[SourceR
     limit = csv.field_size_limit()
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     try:
-        with open(path, encoding="utf-8", newline="") as fp:
+        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fp:
             reader = csv.reader(fp, delimiter=delimiter)
             try:
                 header = next(reader)
@@ -245,7 +269,10 @@ def _csv_rows(path: str, file: int, *, delimiter: str = ",") -> Iterator[SourceR
                     continue
                 if not record:
                     continue  # blank line
-                if len(record) != len(header):
+                bad = next((b for f in record if (b := _undecodable(f)) is not None), None)
+                if bad is not None:
+                    yield SourceRow(file, n, None, bad)
+                elif len(record) != len(header):
                     yield SourceRow(file, n, None, f"CSV record has {len(record)} fields, the header has {len(header)}")
                 else:
                     yield SourceRow(file, n, dict(zip(header, record, strict=True)))
@@ -567,7 +594,7 @@ def otel_rows(request: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
 
 def _otel_rows(path: str, file: int) -> Iterator[SourceRow]:
     n = 0
-    with open(path, encoding="utf-8") as fp:
+    with open(path, encoding="utf-8", errors="surrogateescape") as fp:
         values = _iter_json_stream(fp) if path.lower().endswith(".json") else _iter_json_lines(fp)
         for value, _ in values:
             if isinstance(value, _Bad):
