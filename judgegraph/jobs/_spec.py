@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -327,6 +328,27 @@ _PAIR_LABELS = {
 }
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text_only(field: str, value: Any) -> Any:
+    """Lone surrogates (a ``"\\udcff"`` escape in JSON, or a byte that is not
+    UTF-8) are not text: no model, hash or store can take them."""
+    if isinstance(value, str):
+        m = _SURROGATE.search(value)
+        if m is not None:
+            raise JudgeInputError(
+                f"{field}: not valid Unicode text (lone surrogate U+{ord(m.group()):04X} at character {m.start()})"
+            )
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            _text_only(field, v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            _text_only(field, v)
+    return value
+
+
 def _blank(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip())
 
@@ -373,18 +395,18 @@ class RowPreparer:
                 if info.is_required():
                     missing.append(name if path == name else f"{name} (from {path!r})")
                 continue
-            values[name] = self._convert(name, v)
+            values[name] = _text_only(name, self._convert(name, v))
         if missing:
             raise JudgeInputError(f"missing {', '.join(missing)}")
         item = coerce_input(self.model, values)
         item_id = None
         if self.source.id:
             v = self._get(data, self.source.id)
-            item_id = None if v is _MISSING or _blank(v) else str(v)
+            item_id = None if v is _MISSING or _blank(v) else _text_only("id", str(v))
         category = None
         if self.source.category:
             v = self._get(data, self.source.category)
-            category = None if v is _MISSING or _blank(v) else str(v)
+            category = None if v is _MISSING or _blank(v) else _text_only("category", str(v))
         label = None
         problem = None
         if self.source.label:
