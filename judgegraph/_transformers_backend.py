@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._backend import Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
+from ._backend import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
 from ._tgi_backend import chatml_prompt
 from .types import Pricing, Usage
 
@@ -50,6 +50,10 @@ class TransformersBackend:
         model: Any = AutoModelForCausalLM.from_pretrained(str(model_path), dtype=dtype)
         self._model = model.to(self.device)
         self._model.eval()
+        # Prompt plus output must fit the model's context; a request that does
+        # not fails alone and says so (running it would pad its whole batch and
+        # give a silently degraded answer past the trained positions).
+        self.max_context: int | None = getattr(self._model.config, "max_position_embeddings", None)
         self.max_batch_size = max_batch_size
         self.batch_wait_s = batch_wait_s
         self.batches_run = 0  # observable, for tests and benchmarks
@@ -61,6 +65,13 @@ class TransformersBackend:
         return f"TransformersBackend(model={self.model!r}, device={self.device!r})"
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
+        if self.max_context is not None:
+            n = len(self.tokenizer(self._prompt(request))["input_ids"])
+            if n + request.max_tokens > self.max_context:
+                raise BackendError(
+                    f"prompt is {n} tokens, plus max_tokens {request.max_tokens}: over "
+                    f"{self.model}'s context of {self.max_context} tokens"
+                )
         loop = asyncio.get_running_loop()
         if self._loop is not loop or self._worker is None or self._worker.done():
             self._loop, self._queue = loop, asyncio.Queue()
