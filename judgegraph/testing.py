@@ -51,12 +51,14 @@ class Fault:
     kind: ``status`` (HTTP ``status`` with optional ``retry_after``),
     ``reset`` (close the connection without answering), ``hang`` (answer
     after ``delay_s``), ``garbage`` (200 with a body that is not JSON).
+    ``message`` is the error message a ``status`` fault's body carries.
     """
 
     kind: Literal["status", "reset", "hang", "garbage"]
     status: int = 500
     retry_after: float | None = None
     delay_s: float = 30.0
+    message: str | None = None
 
 
 @dataclass
@@ -197,7 +199,7 @@ class LoopbackServer:
                 self._send(writer, 200, b'{"choices": [ this is not json')
                 return True
             extra = {"retry-after": f"{out.retry_after:g}"} if out.retry_after is not None else {}
-            err = json.dumps({"error": {"message": f"injected {out.status}", "type": "fault"}}).encode()
+            err = json.dumps({"error": {"message": out.message or f"injected {out.status}", "type": "fault"}}).encode()
             self._send(writer, out.status, err, extra)
             return True
         self._send(writer, 200, json.dumps(self._body(req, out)).encode())
