@@ -54,6 +54,7 @@ class JobProgress:
     invalid: int = 0
     cost_usd: float = 0.0
     tokens: int = 0
+    requests: int = 0  # model calls made for the items judged now, retries and repairs included
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -92,6 +93,7 @@ class JobSummary(BaseModel):
     elapsed_s: float
     problems: list[str]
     problems_total: int
+    requests: int = 0  # model calls for the items judged now, retries and repair rounds included
 
 
 _MAX_PROBLEMS = 100
@@ -176,6 +178,7 @@ class _Recorder:
             self.problem(f"{where}: {record.status}: {record.reason}")
         p.cost_usd += record.cost_usd or 0.0
         p.tokens += record.prompt_tokens + record.completion_tokens
+        p.requests += record.attempts
         self._tick()
 
     def _tick(self) -> None:
@@ -418,6 +421,7 @@ def _summary(rec: _Recorder, store: Store, engine: str, resumed: bool, elapsed: 
         invalid=p.invalid,
         cost_usd=p.cost_usd,
         tokens=p.tokens,
+        requests=p.requests,
         elapsed_s=elapsed,
         problems=rec.problems,
         problems_total=rec.problems_total,
