@@ -9,7 +9,7 @@ from html import escape
 __all__ = ["bar_chart", "heatmap", "line_chart"]
 
 _W, _H = 420, 280
-_M = {"l": 56, "r": 16, "t": 28, "b": 48}
+_M = {"l": 56, "r": 16, "t": 44, "b": 48}
 _COLORS = ("#3b6fb6", "#d9822b", "#2e9d5b", "#b6443b", "#7a5cb8", "#6b6b6b")
 
 
@@ -94,8 +94,8 @@ def _legend(names: Sequence[str]) -> str:
     out = []
     for j, name in enumerate(names):
         x = _M["l"] + 8 + j * 100
-        out.append(f'<rect x="{x}" y="{_M["t"] - 4}" width="10" height="10" fill="{_COLORS[j % len(_COLORS)]}"/>')
-        out.append(f'<text x="{x + 14}" y="{_M["t"] + 5}" class="tick">{escape(name[:14])}</text>')
+        out.append(f'<rect x="{x}" y="24" width="10" height="10" fill="{_COLORS[j % len(_COLORS)]}"/>')
+        out.append(f'<text x="{x + 14}" y="33" class="tick">{escape(name[:14])}</text>')
     return "".join(out)
 
 

@@ -504,6 +504,7 @@ def _figures(d: ReportData) -> list[tuple[str, str, str]]:
                         {"cascade": pts},
                         x_label="USD per item" if xkey == "cost_per_item" else "share escalated",
                         y_label="agreement with labels",
+                        y_range=(0.0, 1.0),
                         kind="cascade",
                     ),
                     casc["note"],
