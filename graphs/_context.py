@@ -9,11 +9,10 @@ its own backend in the same context (see ``BaseJudge.resolve_backend``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol, TypedDict, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from langgraph.runtime import Runtime
-
-from judgegraph._backend import Backend
+from typing_extensions import TypedDict
 
 __all__ = ["JudgeContext", "JudgeLike", "JudgeSpec", "emit", "lookup_judge"]
 
@@ -33,13 +32,16 @@ class JudgeContext(TypedDict, total=False):
     """The default runtime context of every graph here.
 
     It is a plain dict at run time, so it may hold more keys than these:
-    e.g. the backend keys an ensemble's members look up.
+    e.g. the backend keys an ensemble's members look up. The values are
+    typed ``Any`` because LangGraph derives a JSON schema from this class,
+    and protocols have none: judges are :class:`JudgeLike`, the backend a
+    :class:`~judgegraph.Backend`.
     """
 
-    judge: JudgeLike
-    turn_judge: JudgeLike
-    conversation_judge: JudgeLike
-    backend: Backend
+    judge: Any
+    turn_judge: Any
+    conversation_judge: Any
+    backend: Any
 
 
 def _find(context: Any, key: str) -> Any:

@@ -18,13 +18,14 @@ result, or an :class:`ItemError` for an item that could not be judged.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer, Send
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypedDict
 
 from judgegraph._judge import JudgeInputError
 from judgegraph.types import Status
@@ -98,11 +99,11 @@ def create_batch_graph(
         result: Any
         try:
             result = await found.ajudge(task["item"], context=runtime.context)
-        except LookupError:
-            raise  # set-up error (e.g. no backend in context): every item would fail alike
         except JudgeInputError as exc:
             result = ItemError(index=i, reason=f"item {i}: {exc}")
         except Exception as exc:  # one item's crash must not take the batch down
+            if type(exc) is LookupError:
+                raise  # a judge's "no backend in context": a set-up error every item would share
             result = ItemError(index=i, reason=f"item {i}: {type(exc).__name__}: {exc}")
         emit(runtime, {"graph": name, "index": i, "result": result})
         return {"judged": {i: result}}

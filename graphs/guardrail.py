@@ -26,13 +26,14 @@ it: it costs about 10 ms per step.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal, Required, TypedDict
+from typing import Any, Literal, Required
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypedDict
 
 from judgegraph._judge import coerce_input
 from judgegraph.types import PointwiseInput, Rubric, Status

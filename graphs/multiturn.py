@@ -15,13 +15,14 @@ conversation and the final assistant turn see it.
 from __future__ import annotations
 
 from statistics import fmean
-from typing import Annotated, Any, Literal, Required, TypedDict
+from typing import Annotated, Any, Literal, Required
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer, Send
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypedDict
 
 from judgegraph._judge import coerce_input, worst
 from judgegraph.types import ConversationInput, Message, PointwiseScore, Rubric, Status

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import time
 from functools import lru_cache
-from typing import Annotated, Any, Required, TypedDict
+from typing import Annotated, Any, Required
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer, Send
+from typing_extensions import TypedDict
 
 from judgegraph._judge import coerce_input, worst
 from judgegraph._pairwise import PairwiseJudge

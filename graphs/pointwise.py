@@ -9,12 +9,13 @@ or the judge's generic quality rubric on its own scale.
 
 from __future__ import annotations
 
-from typing import Any, Required, TypedDict
+from typing import Any, Required
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
+from typing_extensions import TypedDict
 
 from judgegraph._judge import coerce_input
 from judgegraph.types import PointwiseInput, PointwiseScore, Rubric

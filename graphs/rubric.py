@@ -11,12 +11,13 @@ that criterion's rubric.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Required, TypedDict
+from typing import Annotated, Any, Required
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer, Send
+from typing_extensions import TypedDict
 
 from judgegraph._judge import JudgeInputError, coerce_input, worst
 from judgegraph._rubric import weighted_score
