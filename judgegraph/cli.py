@@ -37,9 +37,7 @@ def quickstart(
 def smoke(
     workdir: Annotated[Path, typer.Option(help="where the tiny model is built")] = Path(".judgegraph/smoke"),
 ) -> None:
-    """Pairwise and pointwise judging on the in-process backend, with a tiny
-    model built offline. It checks the plumbing, not judging quality: an
-    untrained model's outputs are expected to come back as ``unparsed``."""
+    """Check the in-process judging path on a tiny untrained model (expect unparsed)."""
     from ._smoke import run_smoke
 
     rows = asyncio.run(run_smoke(workdir))
@@ -50,5 +48,14 @@ def smoke(
     console.print("[bold yellow]This was a smoke run of the plumbing on an untrained tiny model.[/]")
 
 
-def main() -> None:  # pragma: no cover - console entry point
-    app()
+def _wire() -> None:
+    # Sub-commands live beside the code they drive; they register here.
+    from ._cli_cascade import cascade_app
+    from ._cli_eval import eval_command, report_command
+
+    app.command("eval")(eval_command)
+    app.command("report")(report_command)
+    app.add_typer(cascade_app, name="cascade")
+
+
+_wire()
