@@ -108,7 +108,14 @@ def _last_marker(text: str, marker: re.Pattern[str], name: str) -> re.Match[str]
     found = list(marker.finditer(text))
     if not found:
         raise ParseError(f"no {name} marker in the output")
-    return found[-1]
+    last = found[-1]
+    # A verdict line holds one marker. Several on one line is the format
+    # instruction ("write `[RESULT] A`, `[RESULT] B` or `[RESULT] TIE`")
+    # parroted back, not a verdict.
+    line_start = text.rfind("\n", 0, last.start()) + 1
+    if len(found) > 1 and found[-2].start() >= line_start:
+        raise ParseError(f"more than one {name} marker on the verdict line (an echo of the format instructions?)")
+    return last
 
 
 def _tail_is_empty(text: str, pos: int, name: str) -> None:
