@@ -1,0 +1,145 @@
+"""The quickstart's data: the bundled PandaLM test set and an instruction-grouped split.
+
+PandaLM's 999 pairs share only 170 prompts (instruction plus input); one prompt
+comes with up to ten model pairs, so the same answers recur across items. A
+split by item would put near-copies of held-out items into training. The split
+here is by prompt: every item of a prompt lands on the same side.
+
+54 items have an empty response. A pairwise judge input must have text on both
+sides, so those items cannot be judged by any judge here; they are left out of
+both sides of the split, and ``QuickstartSplit.dropped_empty`` counts them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from importlib import resources
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from judgegraph.datasets import PandaLMItem, load_pandalm
+
+__all__ = [
+    "PANDALM_ITEMS",
+    "QuickstartSplit",
+    "bundled_pandalm",
+    "load_bundled_pandalm",
+    "split_by_instruction",
+]
+
+#: Items in the bundled copy (all of PandaLM's test set).
+PANDALM_ITEMS = 999
+
+
+def bundled_pandalm() -> AbstractContextManager[Path]:
+    """A context manager giving the folder of the bundled PandaLM copy as a real path.
+
+    >>> with bundled_pandalm() as folder:
+    ...     items = load_pandalm(folder)
+    """
+    return resources.as_file(resources.files("judgegraph").joinpath("data", "pandalm"))
+
+
+def load_bundled_pandalm() -> list[PandaLMItem]:
+    """The 999 PandaLM test items from the copy shipped inside the package."""
+    with bundled_pandalm() as folder:
+        return load_pandalm(folder)
+
+
+def _group_key(item: PandaLMItem) -> str:
+    return item.prompt
+
+
+class QuickstartSplit(BaseModel):
+    """Train and held-out items, disjoint by prompt, with how they were drawn."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seed: int
+    heldout_fraction: float = Field(gt=0, lt=1)
+    train: list[PandaLMItem]
+    heldout: list[PandaLMItem]
+    train_prompts: int
+    heldout_prompts: int
+    dropped_empty: int = Field(ge=0, description="items left out because a response is empty")
+    limited_to: int | None = Field(default=None, description="items kept by a reduced run, before the split")
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> QuickstartSplit:
+        train = {_group_key(i) for i in self.train}
+        held = {_group_key(i) for i in self.heldout}
+        if train & held:
+            raise ValueError("a prompt appears on both sides of the split")
+        if not self.train or not self.heldout:
+            raise ValueError("both sides of the split need items")
+        return self
+
+    def describe(self) -> str:
+        """One line stating the split, for tables and reports."""
+        limited = f", reduced run of {self.limited_to} items" if self.limited_to is not None else ""
+        return (
+            f"PandaLM test set split by prompt (seed {self.seed}): train {len(self.train)} items / "
+            f"{self.train_prompts} prompts, held-out {len(self.heldout)} items / {self.heldout_prompts} prompts; "
+            f"{self.dropped_empty} items with an empty response left out{limited}"
+        )
+
+
+def split_by_instruction(
+    items: Sequence[PandaLMItem],
+    *,
+    heldout_fraction: float = 0.3,
+    seed: int = 0,
+    limit: int | None = None,
+) -> QuickstartSplit:
+    """Split ``items`` into train and held-out by prompt (instruction plus input).
+
+    ``heldout_fraction`` is the share of prompts held out (rounded, at least
+    one on each side). ``limit`` keeps whole prompts, drawn in a seeded order,
+    until about ``limit`` items are kept (never fewer than ``limit`` unless the
+    data runs out); it is for reduced runs and tests. Items with an empty
+    response are dropped first and counted.
+    """
+    if not 0 < heldout_fraction < 1:
+        raise ValueError(f"heldout_fraction must be in (0, 1), got {heldout_fraction}")
+    if limit is not None and limit < 2:
+        raise ValueError(f"limit must be at least 2 items, got {limit}")
+    usable = [i for i in items if not i.has_empty_response]
+    dropped = len(items) - len(usable)
+
+    groups: dict[str, list[PandaLMItem]] = {}
+    for item in usable:
+        groups.setdefault(_group_key(item), []).append(item)
+    keys = sorted(groups)
+    rng = random.Random(seed)
+    rng.shuffle(keys)
+
+    if limit is not None:
+        kept: list[str] = []
+        total = 0
+        for key in keys:
+            if total >= limit:
+                break
+            kept.append(key)
+            total += len(groups[key])
+        keys = kept
+    if len(keys) < 2:
+        raise ValueError(f"need at least two prompts to split, got {len(keys)}")
+
+    n_held = min(max(1, round(len(keys) * heldout_fraction)), len(keys) - 1)
+    held_keys = set(keys[:n_held])
+    train_keys = set(keys[n_held:])
+    train = [i for i in usable if _group_key(i) in train_keys]
+    heldout = [i for i in usable if _group_key(i) in held_keys]
+    return QuickstartSplit(
+        seed=seed,
+        heldout_fraction=heldout_fraction,
+        train=train,
+        heldout=heldout,
+        train_prompts=len(keys) - n_held,
+        heldout_prompts=n_held,
+        dropped_empty=dropped,
+        limited_to=limit,
+    )
