@@ -134,7 +134,7 @@ async def test_escalated_items_carry_gpt4s_verdict(llmbar: Path, weak: str) -> N
         assert changed > 0, f"{weak}: GPT-4 never disagreed on an escalated item, so the test proves nothing"
 
 
-async def test_no_weak_judge_matches_gpt4_within_a_point_at_half_cost_under_vanilla(llmbar: Path) -> None:
+async def test_under_vanilla_prompts_no_swap_cascade_comes_within_a_point_of_gpt4(llmbar: Path) -> None:
     """The honest headline for LLMBar Natural (Vanilla prompts), computed both ways."""
     g_raw = raw_run(llmbar, "GPT-4", "Vanilla")
     gpt4 = sum(credit(*r) for r in g_raw) / len(g_raw)
