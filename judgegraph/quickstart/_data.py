@@ -8,6 +8,13 @@ here is by prompt: every item of a prompt lands on the same side.
 54 items have an empty response. A pairwise judge input must have text on both
 sides, so those items cannot be judged by any judge here; they are left out of
 both sides of the split, and ``QuickstartSplit.dropped_empty`` counts them.
+
+Some items are the same comparison twice (two models gave the same answers
+to the same prompt): 57 groups, 131 items. A content-keyed store or replay
+sees each such group as one item, and gpt-3.5-turbo's recorded verdicts
+differ between copies in 4 groups. ``dedupe=True`` keeps the first copy
+(lowest ``idx``) of each and counts the rest in ``dropped_duplicates``; it
+does not change which prompts land on which side.
 """
 
 from __future__ import annotations
@@ -65,6 +72,7 @@ class QuickstartSplit(BaseModel):
     train_prompts: int
     heldout_prompts: int
     dropped_empty: int = Field(ge=0, description="items left out because a response is empty")
+    dropped_duplicates: int = Field(default=0, ge=0, description="repeated identical comparisons left out")
     limited_to: int | None = Field(default=None, description="items kept by a reduced run, before the split")
 
     @model_validator(mode="after")
@@ -79,11 +87,12 @@ class QuickstartSplit(BaseModel):
 
     def describe(self) -> str:
         """One line stating the split, for tables and reports."""
+        dupes = f" and {self.dropped_duplicates} repeated identical comparisons" if self.dropped_duplicates else ""
         limited = f", reduced run of {self.limited_to} items" if self.limited_to is not None else ""
         return (
             f"PandaLM test set split by prompt (seed {self.seed}): train {len(self.train)} items / "
             f"{self.train_prompts} prompts, held-out {len(self.heldout)} items / {self.heldout_prompts} prompts; "
-            f"{self.dropped_empty} items with an empty response left out{limited}"
+            f"{self.dropped_empty} items with an empty response{dupes} left out{limited}"
         )
 
 
@@ -93,6 +102,7 @@ def split_by_instruction(
     heldout_fraction: float = 0.3,
     seed: int = 0,
     limit: int | None = None,
+    dedupe: bool = False,
 ) -> QuickstartSplit:
     """Split ``items`` into train and held-out by prompt (instruction plus input).
 
@@ -100,7 +110,8 @@ def split_by_instruction(
     one on each side). ``limit`` keeps whole prompts, drawn in a seeded order,
     until about ``limit`` items are kept (never fewer than ``limit`` unless the
     data runs out); it is for reduced runs and tests. Items with an empty
-    response are dropped first and counted.
+    response are dropped first and counted; with ``dedupe``, so are repeated
+    identical comparisons (same prompt, same two responses in the same order).
     """
     if not 0 < heldout_fraction < 1:
         raise ValueError(f"heldout_fraction must be in (0, 1), got {heldout_fraction}")
@@ -108,6 +119,18 @@ def split_by_instruction(
         raise ValueError(f"limit must be at least 2 items, got {limit}")
     usable = [i for i in items if not i.has_empty_response]
     dropped = len(items) - len(usable)
+    duplicates = 0
+    if dedupe:
+        seen: set[tuple[str, str, str]] = set()
+        unique: list[PandaLMItem] = []
+        for item in sorted(usable, key=lambda i: i.idx):
+            content = (item.prompt, item.response1, item.response2)
+            if content in seen:
+                duplicates += 1
+                continue
+            seen.add(content)
+            unique.append(item)
+        usable = unique
 
     groups: dict[str, list[PandaLMItem]] = {}
     for item in usable:
@@ -141,5 +164,6 @@ def split_by_instruction(
         train_prompts=len(keys) - n_held,
         heldout_prompts=n_held,
         dropped_empty=dropped,
+        dropped_duplicates=duplicates,
         limited_to=limit,
     )
