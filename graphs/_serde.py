@@ -17,20 +17,9 @@ from .multiturn import ConversationVerdict, TurnVerdict
 
 __all__ = ["checkpoint_serde"]
 
+# Every public model and enum in judgegraph.types (Winner is a Literal alias, not a type).
 _TYPES: tuple[type, ...] = (
-    jt.ConversationInput,
-    jt.Criterion,
-    jt.Message,
-    jt.PairwiseInput,
-    jt.PairwiseVerdict,
-    jt.PointwiseInput,
-    jt.PointwiseScore,
-    jt.Provenance,
-    jt.Rubric,
-    jt.RubricResult,
-    jt.Status,
-    jt.SwapPolicy,
-    jt.Usage,
+    *(t for t in (getattr(jt, n) for n in jt.__all__) if isinstance(t, type)),
     ConversationVerdict,
     GuardrailDecision,
     ItemError,

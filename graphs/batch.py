@@ -85,7 +85,13 @@ def create_batch_graph(
         items = state.get("items")
         if not isinstance(items, Sequence) or isinstance(items, str | bytes):
             raise JudgeInputError(f"items: expected a list, got {type(items).__name__}")
-        lookup_judge(judge, runtime.context, graph="batch")
+        found = lookup_judge(judge, runtime.context, graph="batch")
+        if getattr(found, "needs_batch", False):
+            # Budget-style cascade policies rank a whole batch; per-item tasks cannot honour them.
+            raise ValueError(
+                "batch graph: this judge ranks whole batches (a budget policy); "
+                "run it with create_batch_judge_node instead"
+            )
         return {"judged": None}
 
     def fan_out(state: BatchState) -> list[Send] | str:
