@@ -9,6 +9,7 @@ its own block or hand the judge a ready-made verdict line.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -91,7 +92,17 @@ _MARKERS = re.compile(r"\[\s*(result|scores)\s*\]", re.I)
 def neutralize(text: str) -> str:
     """Make evaluated content inert: no delimiter brackets, no verdict markers."""
     text = text.replace(DELIM_OPEN, "[").replace(DELIM_CLOSE, "]")
-    return _MARKERS.sub(lambda m: f"({m.group(1)})", text)
+    if text.isascii():
+        return _MARKERS.sub(lambda m: f"({m.group(1)})", text)
+    # The parser drops invisible format characters before it looks for
+    # markers, so "[RE<zero-width space>SULT]" counts there: find markers the
+    # same way here, and turn their brackets into parentheses in place.
+    kept = [i for i, ch in enumerate(text) if unicodedata.category(ch) != "Cf"]
+    visible = "".join(text[i] for i in kept)
+    out = list(text)
+    for m in _MARKERS.finditer(visible):
+        out[kept[m.start()]], out[kept[m.end() - 1]] = "(", ")"
+    return "".join(out)
 
 
 def _block(name: str, body: str) -> str:
