@@ -208,6 +208,10 @@ class BaseJudge(Runnable[Any, OutT], Generic[InT, OutT]):
             usage, attempts, raw, model = usage + res.usage, attempts + res.attempts, res.text, res.model
             try:
                 parsed = parse_output(res.text, kind=self.template.parser, scale=scale, structured=structured)
+                if structured and _copies_input(res.text, fields):
+                    # Free text is safe from this by neutralisation; a JSON
+                    # verdict planted in the evaluated content is not.
+                    raise ParseError("the output is a copy of text from the evaluated content, not a verdict")
             except ParseError as exc:
                 this = exc.reason + (" (output was cut off at max_tokens)" if res.finish_reason == "length" else "")
                 reason = this if reason is None else f"{reason}; after a repair request: {this}"
@@ -251,6 +255,11 @@ class BaseJudge(Runnable[Any, OutT], Generic[InT, OutT]):
             attempts=sum(o.attempts for o in outcomes),
             status=status,
         )
+
+
+def _copies_input(text: str, fields: Mapping[str, str | None]) -> bool:
+    out = "".join(text.split())
+    return bool(out) and any(v and out in "".join(v.split()) for v in fields.values())
 
 
 def worst(statuses: Sequence[Status]) -> Status:
