@@ -109,16 +109,25 @@ async def test_an_unreadable_verdict_never_passes_as_a_score() -> None:
 async def test_timeout_cuts_a_hanging_http_judge(loopback: Any) -> None:
     pytest.importorskip("openai")
     from judgegraph import OpenAIBackend, RetryPolicy
-    from judgegraph.testing import Fault
+    from judgegraph.testing import Fault, Reply
 
-    with loopback(lambda req: Fault("hang", delay_s=30)) as server:
+    answered: list[bool] = []
+
+    def first_answers_then_hangs(req: Any) -> Any:
+        answered.append(True)
+        return Reply('{"feedback": "Fine.", "score": 5}') if len(answered) == 1 else Fault("hang", delay_s=30)
+
+    with loopback(first_answers_then_hangs) as server:
         backend = OpenAIBackend(
             "judge", base_url=server.url + "/v1", api_key="x", retry=RetryPolicy(max_attempts=1, timeout_s=60)
         )
+        judge = create_pointwise_judge()
+        # Warm the client up first, so the timeout below only has the hang to cut.
+        assert (await judge.ajudge({"instruction": "q", "response": "r"}, backend=backend)).score == 5
         graph = create_guardrail_graph(threshold=4, fail_policy="closed", timeout_s=0.3)
-        out = await graph.ainvoke(ASK, context={"judge": create_pointwise_judge(), "backend": backend})
+        out = await graph.ainvoke(ASK, context={"judge": judge, "backend": backend})
     assert out["decision"].action == "block" and out["decision"].timed_out
-    assert server.calls["/v1/chat/completions"] == 1
+    assert server.calls["/v1/chat/completions"] == 2
 
 
 async def test_revision_count_restarts_on_each_run_of_a_thread() -> None:
