@@ -39,6 +39,7 @@ class OpenAIBackend:
         self.pricing = pricing
         self.capabilities = Capabilities(structured_output=structured_output, logprobs=True)
         self._fixed_client = client
+        self._key = api_key  # only to scrub it from servers' error text
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
         if client is None:
             try:
@@ -117,7 +118,9 @@ class OpenAIBackend:
         except openai.APIConnectionError as exc:
             raise Retryable(f"connection to {self.model} failed: {type(exc.__cause__).__name__}") from None
         except openai.APIStatusError as exc:
-            raise BackendError(f"HTTP {exc.status_code} from {self.model}: {exc.message}") from None
+            # Some servers echo the key they were sent in their error text.
+            message = exc.message.replace(self._key, "[redacted]") if self._key else exc.message
+            raise BackendError(f"HTTP {exc.status_code} from {self.model}: {message}") from None
         except openai.APIResponseValidationError as exc:
             raise Retryable(f"malformed response from {self.model}: {exc.message}") from None
         except ValueError as exc:  # body that is not JSON (json.JSONDecodeError)

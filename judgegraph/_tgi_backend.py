@@ -86,7 +86,9 @@ class TGIBackend:
             if status == 429 or status >= 500:
                 hint = parse_retry_after(exc.response.headers.get("retry-after")) if status == 429 else None
                 raise Retryable(f"HTTP {status} from {self.base_url}", hint) from None
-            raise BackendError(f"HTTP {status} from {self.base_url}: {_first_line(exc)}") from None
+            text = _first_line(exc)  # some servers echo the key they were sent: scrub it
+            text = text.replace(self._token, "[redacted]") if self._token else text
+            raise BackendError(f"HTTP {status} from {self.base_url}: {text}") from None
         except httpx2.TimeoutException:
             raise Retryable(f"request to {self.base_url} timed out") from None
         except httpx2.TransportError as exc:
