@@ -192,10 +192,11 @@ def decide_tier(
     for p in policies:
         if not isinstance(p, Budget):
             continue
-        ok_idx = [i for i, a in enumerate(answers) if not isinstance(a, str) and a.ok]
+        ok = {i: a for i, a in enumerate(answers) if not isinstance(a, str) and a.ok}
+        ok_idx = list(ok)
         failed = len(answers) - len(ok_idx)
         take = max(0, math.floor(p.fraction * len(answers) + 1e-9) - failed)
-        ranked = sorted(ok_idx, key=lambda i: (p.key(answers[i]), i))  # type: ignore[arg-type]
+        ranked = sorted(ok_idx, key=lambda i: (p.key(ok[i]), i))
         rank = {i: failed + r + 1 for r, i in enumerate(ranked)}  # failed items rank first
         chosen = set(ranked[:take])
         pct = f"{p.fraction:.0%}"
@@ -219,10 +220,8 @@ class Tier:
     def __post_init__(self) -> None:
         if not isinstance(self.judge, BaseJudge):
             raise TypeError(f"Tier.judge must be a judge, got {type(self.judge).__name__}")
-        policies = self.escalate
-        if isinstance(policies, BaseModel):
-            policies = (policies,)  # type: ignore[assignment]
-        object.__setattr__(self, "escalate", tuple(policies))
+        given: Any = self.escalate  # a single policy is accepted too
+        object.__setattr__(self, "escalate", (given,) if isinstance(given, BaseModel) else tuple(given))
         for i, p in enumerate(self.escalate):
             if not isinstance(p, LowConfidence | SwapInconsistency | ScoreMargin | Budget | Abstain):
                 raise TypeError(f"Tier({judge_name(self.judge)}).escalate[{i}] is not an escalation policy: {p!r}")
@@ -348,8 +347,8 @@ class CascadeJudge(CompositeJudge):
                 if t == last and not self.abstain and usable:
                     why = "last tier"
                 records[i].append(self._record(t, tier, a, decided=decided, reason=why))
-                if decided:
-                    final[i] = a  # type: ignore[assignment]
+                if decided and not isinstance(a, str):
+                    final[i] = a
                 elif t < last:
                     moving.append(i)
             active = moving

@@ -11,7 +11,7 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
 from ._backend import Backend
 from ._judge import BaseJudge, JudgeInputError, coerce_input, worst
@@ -285,7 +285,7 @@ class EnsembleJudge(CompositeJudge):
         if self.aggregation in ("majority", "weighted"):
             top = max(shares.values())
             leaders = [k for k, s in shares.items() if s == top]
-            winner = leaders[0] if len(leaders) == 1 else "tie"  # type: ignore[assignment]
+            winner = cast(Winner, leaders[0]) if len(leaders) == 1 else "tie"
         else:
             prefs = [_PREF[v] for v, _ in votes]
             x = statistics.fmean(prefs) if self.aggregation == "mean" else statistics.median(prefs)

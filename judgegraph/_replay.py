@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -248,7 +248,7 @@ class LLMBarReplay(_Frozen):
 
     @property
     def labels(self) -> list[Winner]:
-        return [r.label for r in self.records]  # type: ignore[misc]
+        return [cast(Winner, r.label) for r in self.records]  # always set from the gold label
 
 
 def llmbar_replay(run: LLMBarRun, *, on_inconsistent: Literal["tie", "flag"] = "tie") -> LLMBarReplay:
