@@ -26,6 +26,7 @@ from ._ratelimit import RateLimiter
 from ._runner import (
     JobSummary,
     ProgressCallback,
+    _pool_size,
     _Recorder,
     _summary,
     default_run_id,
@@ -112,6 +113,7 @@ class _JudgeActor:
         concurrency: int,
         rpm: float | None,
         tpm: float | None,
+        actors: int = 1,
     ) -> None:
         import ray
 
@@ -122,7 +124,8 @@ class _JudgeActor:
         self.loop = asyncio.new_event_loop()
         self.judge = build_judge(self.spec.judge)
         limiter = RateLimiter(rpm=rpm, tpm=tpm) if (rpm or tpm) else None
-        self.ctx, self.fixed = limit_context(self.judge, {"backend": build_backend(self.spec.backend)}, limiter)
+        backend = build_backend(self.spec.backend, max_connections=_pool_size(self.spec) // max(1, actors))
+        self.ctx, self.fixed = limit_context(self.judge, {"backend": backend}, limiter)
         self.model = INPUT_MODELS[self.spec.judge.kind]
 
     def __call__(self, batch: Any) -> Any:
@@ -241,6 +244,7 @@ def run_spec_ray(
                 "done": [done_ref],
                 "rerun_failed": rerun_failed,
                 "concurrency": per_actor,
+                "actors": actors,
                 "rpm": spec.limits.rpm / actors if spec.limits.rpm else None,
                 "tpm": spec.limits.tpm / actors if spec.limits.tpm else None,
             },

@@ -367,11 +367,17 @@ async def _drive(
             inflight.discard(prep.item_hash)
             sem.release()
 
-    async def flusher() -> None:
-        while True:
-            await asyncio.sleep(store.flush_interval_s)
-            store.flush()
+    stop = asyncio.Event()
 
+    async def flusher() -> None:
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), store.flush_interval_s)
+            except TimeoutError:
+                pass
+            await store.aflush()
+
+    store.auto_flush = False  # commits happen on the flusher's thread, off the event loop
     flush_task = asyncio.create_task(flusher())
     try:
         for srow in rows:
@@ -399,8 +405,9 @@ async def _drive(
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
     finally:
-        flush_task.cancel()
+        stop.set()
         await asyncio.gather(flush_task, return_exceptions=True)
+        store.auto_flush = True
         store.flush()
 
 
@@ -428,6 +435,14 @@ def _summary(rec: _Recorder, store: Store, engine: str, resumed: bool, elapsed: 
     )
 
 
+def _pool_size(spec: JobSpec) -> int:
+    """Connections for ``concurrency`` items: a pairwise item with both orders sends two requests at once."""
+    swap = spec.judge.swap
+    both = spec.judge.kind == "pairwise" and (swap is None or swap.mode == "both")
+    per_item = 2 if both else len(spec.judge.criteria or ()) or 1
+    return spec.limits.concurrency * per_item
+
+
 async def run_spec(
     spec: JobSpec,
     *,
@@ -441,7 +456,7 @@ async def run_spec(
     overrides the one the spec describes (e.g. a ScriptedBackend in tests);
     the config hash still comes from the judge and the backend's model."""
     judge = build_judge(spec.judge)
-    b = backend or build_backend(spec.backend)
+    b = backend or build_backend(spec.backend, max_connections=_pool_size(spec))
     return await run_job(
         spec.source,
         judge=judge,

@@ -168,7 +168,9 @@ def build_judge(cfg: JudgeConfig, *, backend: Backend | str = "backend") -> Base
     return RubricJudge(backend, criteria=cfg.criteria, **common)
 
 
-def build_backend(cfg: BackendConfig) -> Backend:
+def build_backend(cfg: BackendConfig, *, max_connections: int | None = None) -> Backend:
+    """The backend a config describes. ``max_connections`` sizes the HTTP
+    pool (OpenAI-compatible servers): give it the job's request concurrency."""
     retry = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout_s)
     key = os.environ.get(cfg.api_key_env)
     if cfg.kind == "openai":
@@ -183,6 +185,7 @@ def build_backend(cfg: BackendConfig) -> Backend:
             retry=retry,
             pricing=cfg.pricing,
             structured_output=cfg.structured_output,
+            max_connections=max_connections,
         )
     from .._tgi_backend import TGIBackend
 

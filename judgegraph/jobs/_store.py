@@ -14,9 +14,11 @@ half-written row.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -157,6 +159,10 @@ class Store:
         self._items: list[ItemRecord] = []
         self._inputs: list[tuple[str, str]] = []
         self._pending_hashes: set[tuple[str, str]] = set()
+        self._committing: dict[tuple[str, str], str] = {}  # being written by aflush()
+        self._writer: sqlite3.Connection | None = None
+        self._write_lock = threading.Lock()
+        self.auto_flush = True
         self._last_flush = time.monotonic()
 
     # ------------------------------------------------------------ runs
@@ -213,6 +219,8 @@ class Store:
             for r in reversed(self._results):
                 if r.config_hash == config_hash and r.item_hash == item_hash:
                     return r.status
+        if self._committing and (config_hash, item_hash) in self._committing:
+            return self._committing[(config_hash, item_hash)]
         row = self._db.execute(
             "SELECT status FROM results WHERE config_hash=? AND item_hash=?", (config_hash, item_hash)
         ).fetchone()
@@ -247,64 +255,100 @@ class Store:
         self._maybe_flush()
 
     def _maybe_flush(self) -> None:
+        if not self.auto_flush:
+            return
         pending = len(self._results) + len(self._items)
         if pending >= self.flush_rows or (pending and time.monotonic() - self._last_flush >= self.flush_interval_s):
             self.flush()
 
+    def _take(self) -> tuple[list[ResultRecord], list[ItemRecord], list[tuple[str, str]]]:
+        batch = (self._results, self._items, self._inputs)
+        self._results, self._items, self._inputs = [], [], []
+        self._pending_hashes = set()
+        return batch
+
     def flush(self) -> None:
         """Commit everything buffered in one transaction."""
         self._last_flush = time.monotonic()
+        if self._results or self._items or self._inputs:
+            self._commit(self._db, *self._take())
+
+    async def aflush(self) -> None:
+        """Like :meth:`flush`, but the commit runs on a worker thread with its
+        own connection, so a slow disk never stalls the event loop. Results
+        being committed stay visible to :meth:`result_status`."""
+        self._last_flush = time.monotonic()
         if not (self._results or self._items or self._inputs):
             return
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        results, items, inputs = self._take()
+        self._committing = {(r.config_hash, r.item_hash): r.status for r in results}
+        if self._writer is None:
+            self._writer = self._connect()
         try:
-            if self._inputs:
-                db.executemany("INSERT OR IGNORE INTO inputs VALUES (?,?)", self._inputs)
-            if self._items:
-                # A row read again on resume keeps what it had, except that a
-                # newly readable row replaces an unreadable one.
-                db.executemany(
-                    "INSERT INTO items VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(run_id, file, row) DO UPDATE SET "
-                    "item_hash=excluded.item_hash, item_id=excluded.item_id, label=excluded.label, "
-                    "category=excluded.category, problem=excluded.problem",
-                    [
-                        (i.run_id, i.file, i.row, i.item_hash, i.item_id, i.label, i.category, i.problem)
-                        for i in self._items
-                    ],
-                )
-            if self._results:
-                db.executemany(
-                    "INSERT OR REPLACE INTO results VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    [
-                        (
-                            r.config_hash,
-                            r.item_hash,
-                            r.status,
-                            r.reason,
-                            r.result,
-                            r.cost_usd,
-                            r.prompt_tokens,
-                            r.completion_tokens,
-                            r.attempts,
-                            r.finished_at,
-                        )
-                        for r in self._results
-                    ],
-                )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        self._results.clear()
-        self._items.clear()
-        self._inputs.clear()
-        self._pending_hashes.clear()
+            await asyncio.to_thread(self._commit, self._writer, results, items, inputs)
+        finally:
+            self._committing = {}
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA busy_timeout=30000")
+        return db
+
+    def _commit(
+        self,
+        db: sqlite3.Connection,
+        results: list[ResultRecord],
+        items: list[ItemRecord],
+        inputs: list[tuple[str, str]],
+    ) -> None:
+        with self._write_lock:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if inputs:
+                    db.executemany("INSERT OR IGNORE INTO inputs VALUES (?,?)", inputs)
+                if items:
+                    # A row read again on resume keeps what it had, except that a
+                    # newly readable row replaces an unreadable one.
+                    db.executemany(
+                        "INSERT INTO items VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(run_id, file, row) DO UPDATE SET "
+                        "item_hash=excluded.item_hash, item_id=excluded.item_id, label=excluded.label, "
+                        "category=excluded.category, problem=excluded.problem",
+                        [
+                            (i.run_id, i.file, i.row, i.item_hash, i.item_id, i.label, i.category, i.problem)
+                            for i in items
+                        ],
+                    )
+                if results:
+                    db.executemany(
+                        "INSERT OR REPLACE INTO results VALUES (?,?,?,?,?,?,?,?,?,?)",
+                        [
+                            (
+                                r.config_hash,
+                                r.item_hash,
+                                r.status,
+                                r.reason,
+                                r.result,
+                                r.cost_usd,
+                                r.prompt_tokens,
+                                r.completion_tokens,
+                                r.attempts,
+                                r.finished_at,
+                            )
+                            for r in results
+                        ],
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
 
     def close(self) -> None:
         try:
             self.flush()
         finally:
+            if self._writer is not None:
+                self._writer.close()
             self._db.close()
 
     def __enter__(self) -> Store:
