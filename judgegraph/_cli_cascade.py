@@ -144,7 +144,7 @@ def plan(
         return
     console = Console()
     console.print(_table(result, list(result.candidates if show_all else result.frontier)))
-    console.print("[dim]* recommended   f on the cost-agreement frontier[/dim]")
+    console.print("[dim]* recommended   f on the cost-agreement frontier   (measured on the given labels)[/dim]")
     if result.recommended is not None:
         r = result.recommended
         console.print(

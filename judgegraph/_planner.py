@@ -266,7 +266,7 @@ def plan_cascades(
                 tiers = [PlannedTier(judge=j, escalate=p) for j, p in zip(chain[:-1], combo, strict=True)]
                 tiers.append(PlannedTier(judge=chain[-1]))
                 candidates.append(simulate_cascade(tiers, table, found, costs=unit, tie_credit=tie_credit))
-    candidates.sort(key=lambda c: (c.cost_per_item, -c.agreement, len(c.tiers), c.name))
+    candidates.sort(key=lambda c: (c.cost_per_item, -c.agreement, len(c.tiers), _plainness(c), c.name))
     frontier: list[PlannedPolicy] = []
     best = -math.inf
     for c in candidates:
@@ -286,6 +286,14 @@ def plan_cascades(
         recommended=recommended,
         recommendation=why,
     )
+
+
+_PLAIN = {"swap_inconsistency": 1, "score_margin": 2, "low_confidence": 3, "budget": 4, "abstain": 5}
+
+
+def _plainness(c: PlannedPolicy) -> int:
+    """Among equally good policies, list the simplest to explain first."""
+    return sum(_PLAIN[p.kind] for t in c.tiers for p in t.escalate)
 
 
 def _costs(table: Mapping[str, Mapping[str, Result]], given: Mapping[str, float] | None) -> dict[str, float]:
@@ -324,9 +332,9 @@ def _recommend(
             best = max(pool, key=lambda c: c.agreement, default=None)
             tail = f"; the best{within} is {best.agreement:.4f} ({best.name})" if best else ""
             return None, f"no policy reaches agreement {target:g}{within}{tail}"
-        pick = min(hits, key=lambda c: (c.cost_per_item, -c.agreement, len(c.tiers)))
+        pick = min(hits, key=lambda c: (c.cost_per_item, -c.agreement, len(c.tiers), _plainness(c)))
         return pick, f"cheapest policy with agreement >= {target:g}"
     if not pool:
         return None, f"no policy costs <= {max_cost:g} per item"
-    pick = min(pool, key=lambda c: (-c.agreement, c.cost_per_item, len(c.tiers)))
+    pick = min(pool, key=lambda c: (-c.agreement, c.cost_per_item, len(c.tiers), _plainness(c)))
     return pick, f"highest agreement at cost <= {max_cost:g} per item"
