@@ -12,7 +12,13 @@ result, or an :class:`ItemError` for an item that could not be judged.
 - Resume: each item is its own task, so with a checkpointer LangGraph saves
   each finished item as it completes. After an interruption, invoking again
   with ``None`` and the same ``thread_id`` judges only the unfinished items.
-  Use :func:`judgegraph.graphs.checkpoint_serde` for the saver's serializer.
+  Use :func:`judgegraph.graphs.checkpoint_serde` for the saver's serializer::
+
+      async with aiosqlite.connect("runs.db") as conn:
+          graph = create_batch_graph(checkpointer=AsyncSqliteSaver(conn, serde=checkpoint_serde()))
+          config = {"max_concurrency": 16, "configurable": {"thread_id": "nightly"}}
+          out = await graph.ainvoke({"items": items}, config, context=context)
+          # after a crash: graph.ainvoke(None, config, context=context) finishes the rest
 """
 
 from __future__ import annotations

@@ -128,14 +128,14 @@ async def test_any_judge_kind_and_an_empty_batch() -> None:
 
 async def test_resume_after_interruption_judges_only_unfinished_items(tmp_path: Path) -> None:
     pytest.importorskip("langgraph.checkpoint.sqlite")
+    import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     batch = items(10)
     batch[4] = {"instruction": "q"}  # malformed: recorded, never sent to the model
     cfg: Any = {"configurable": {"thread_id": "nightly"}, "max_concurrency": 10}
-    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "runs.db")) as saver:
-        saver.serde = checkpoint_serde()
-        graph = create_batch_graph(checkpointer=saver)
+    async with aiosqlite.connect(tmp_path / "runs.db") as conn:
+        graph = create_batch_graph(checkpointer=AsyncSqliteSaver(conn, serde=checkpoint_serde()))
         first = PacedBackend(gate=asyncio.Event())  # odd items hang until the run is killed
         run = asyncio.create_task(graph.ainvoke({"items": batch}, cfg, context=ctx(first)))
         for _ in range(1000):  # until the even items and the bad one are saved
