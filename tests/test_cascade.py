@@ -357,3 +357,21 @@ async def test_budget_cascade_as_a_batch_node_and_via_abatch() -> None:
 
     batch = await cascade.abatch([pair(i) for i in probs], config={"configurable": {"judge_context": ctx}})
     assert [r.decided_by for r in batch] == ["strong", "strong", "weak", "weak"]
+
+
+async def test_a_jury_can_be_a_tier_and_bad_items_stay_in_place() -> None:
+    from judgegraph import JudgeInputError
+    from judgegraph._ensemble import EnsembleJudge
+
+    split = EnsembleJudge([
+        chooser(choice_backend({0: "A", 1: "A"}), "yes", both=False),
+        chooser(choice_backend({0: "A", 1: "B"}), "maybe", both=False),
+    ])
+    strong_b = choice_backend({0: "B", 1: "B"})
+    cascade = CascadeJudge([Tier(split, LowConfidence(threshold=0.75)), chooser(strong_b, "strong")])  # type: ignore[arg-type]
+    agreed, bad, disputed = await cascade.ajudge_many([pair(0), {"instruction": "no answers"}, pair(1)])
+    assert isinstance(bad, JudgeInputError) and "item 1" in str(bad) and "response_a" in str(bad)
+    assert agreed.decided_by == "ensemble" and agreed.winner == "A" and len(agreed.members) == 2
+    assert disputed.decided_by == "strong" and disputed.winner == "B"
+    assert disputed.tiers[0].verdict == "tie" and disputed.tiers[0].confidence == 0.0
+    assert items_seen(strong_b) == [1]
