@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -260,7 +261,7 @@ def eval_command(
             f"cost ${s.cost_usd:.4f} ({s.tokens:,} tokens)"
         )
         for p in s.problems[:20]:
-            console.print(f"  [red]•[/red] {p}", highlight=False, markup=False)
+            console.print(f"  [red]•[/red] {escape(p)}", highlight=False)
         if s.problems_total > 20:
             console.print(f"  … and {s.problems_total - 20} more (see the report)")
         console.print(f"report: judgegraph report {s.run_id} --store {s.store}")

@@ -347,3 +347,31 @@ def test_cli_eval_then_report(tmp_path: Path, loopback: Any) -> None:
     assert (tmp_path / "rep" / "report.html").stat().st_size > 1000
     missing = runner.invoke(app, ["report", "nope", "--store", str(tmp_path / "s.db")])
     assert missing.exit_code != 0 and "no run 'nope'" in missing.output
+    no_file = runner.invoke(
+        app,
+        [
+            "eval",
+            str(tmp_path / "absent.jsonl"),
+            "--model",
+            "m",
+            "--base-url",
+            "http://x/v1",
+            "--store",
+            str(tmp_path / "s.db"),
+            "--no-progress",
+        ],
+    )
+    assert no_file.exit_code == 2 and "no such file" in no_file.output
+    bad_kind = runner.invoke(app, ["eval", str(src), "--model", "m", "--kind", "triplewise", "--no-progress"])
+    assert bad_kind.exit_code == 2 and "judge.kind" in bad_kind.output
+
+
+async def test_judge_taken_from_the_context_by_key(tmp_path: Path) -> None:
+    src = _items(tmp_path / "items.jsonl", 3)
+    cfg = SourceConfig(path=str(src), fields={"instruction": "prompt", "response_a": "left", "response_b": "right"})
+    judge = build_judge(JudgeConfig(kind="pairwise", template="pairwise-choice"))
+    ctx = {"judge": judge, "backend": ScriptedBackend(lambda req: "[RESULT] TIE")}
+    s = await run_job(cfg, judge="judge", kind="pairwise", store=tmp_path / "s.db", context=ctx)
+    assert s.ok == 3
+    with pytest.raises(LookupError, match="'nope'"):
+        await run_job(cfg, judge="nope", kind="pairwise", store=tmp_path / "s.db", context=ctx)

@@ -305,7 +305,8 @@ async def run_job(
     spec: Mapping[str, Any] | None = None,
 ) -> JobSummary:
     """Judge every row of ``source`` with ``judge`` (anything with an async
-    ``ajudge``) and write each outcome to ``store``.
+    ``ajudge``, or the key of one in ``context``) and write each outcome to
+    ``store``. Backends the judge looks up by key come from ``context`` too.
 
     Rows already judged under the same judge configuration are skipped (a
     resumed or repeated run pays nothing for them); with ``rerun_failed``,
@@ -313,6 +314,11 @@ async def run_job(
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
+    if isinstance(judge, str):  # a key into the context, as the graphs take judges
+        found = (context or {}).get(judge)
+        if found is None or not callable(getattr(found, "ajudge", None)):
+            raise LookupError(f"run_job: no judge with an async ajudge() under {judge!r} in the context")
+        judge = found
     preparer = RowPreparer(kind, source)
     paths = expand_paths(source.path)
     fp = fingerprint_for(judge, context)
