@@ -1,0 +1,179 @@
+"""The quickstart's judges: the local classifier judge (with an embedding
+cache), the recorded teacher, live endpoints, and the pairwise graph as a
+judge the jobs runner can drive."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judgegraph._backend import Backend
+from judgegraph._pairwise import PairwiseJudge
+from judgegraph._replay import ReplayJudge, item_key
+from judgegraph.datasets import PandaLMItem
+from judgegraph.types import PairwiseInput, PairwiseVerdict, Pricing, Provenance, SwapPolicy, Usage
+
+__all__ = [
+    "GPT35_PRICING",
+    "Endpoint",
+    "GraphJudge",
+    "build_endpoint_judge",
+    "estimate_teacher_usage",
+    "parse_endpoint",
+    "recorded_teacher",
+]
+
+#: gpt-3.5-turbo-0125 list price (USD per million tokens), used to put an
+#: estimated price on the recorded verdicts, which carry no token counts.
+GPT35_PRICING = Pricing(input_per_mtok=0.50, output_per_mtok=1.50)
+
+#: Tokens of instructions around the task in a judge prompt (an estimate).
+_PROMPT_OVERHEAD_TOKENS = 120
+
+
+def _tokens(text: str | None) -> int:
+    # About four characters per token for English text.
+    return max(1, round(len(text or "") / 4))
+
+
+def estimate_teacher_usage(item: PandaLMItem) -> Usage:
+    """Estimated tokens of the recorded teacher call for one item: the prompt
+    (instruction, input, both responses and an instruction overhead) and the
+    recorded answer (verdict and reason), at four characters per token."""
+    prompt = _tokens(item.prompt) + _tokens(item.response1) + _tokens(item.response2) + _PROMPT_OVERHEAD_TOKENS
+    completion = _tokens(item.gpt35_result) + _tokens(item.gpt35_reason)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion)
+
+
+def recorded_teacher(items: Sequence[PandaLMItem], *, name: str = "teacher") -> ReplayJudge:
+    """gpt-3.5-turbo's recorded PandaLM verdicts as a replay judge.
+
+    Unparseable recorded outputs ("garbage") come back as unparsed verdicts.
+    Each verdict is priced at :data:`GPT35_PRICING` on the estimated usage
+    (:func:`estimate_teacher_usage`): the files record no token counts.
+    """
+    table: dict[str, PairwiseVerdict] = {}
+    for it in items:
+        verdict = it.recorded_verdict("gpt-3.5-turbo")
+        usage = estimate_teacher_usage(it)
+        prov = Provenance(
+            judge=name,
+            backend="replay",
+            model="gpt-3.5-turbo (recorded by PandaLM)",
+            template_id="pandalm-gpt-3.5-turbo",
+            template_version=1,
+            latency_s=0.0,
+            usage=usage,
+            cost_usd=GPT35_PRICING.cost(usage),
+            status=verdict.status,
+        )
+        table[item_key(it.to_pairwise_input())] = verdict.model_copy(update={"provenance": prov})
+    return ReplayJudge(table, name=name, input_model=PairwiseInput)
+
+
+# ---------------------------------------------------------------- endpoints
+
+
+class Endpoint(BaseModel):
+    """A judge model behind an HTTP endpoint, as given on the command line.
+
+    ``openai:MODEL`` (OpenAI, key from ``OPENAI_API_KEY``),
+    ``openai:MODEL@URL`` or ``vllm:MODEL@URL`` (any OpenAI-compatible server,
+    e.g. vLLM at ``http://host:8000/v1``), ``tgi:URL`` (Text Generation Inference).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["openai", "tgi"]
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+
+    @property
+    def label(self) -> str:
+        where = f" at {self.base_url}" if self.base_url else ""
+        return f"{self.model}{where}"
+
+
+def parse_endpoint(spec: str) -> Endpoint:
+    """Read ``openai:MODEL[@URL]``, ``vllm:MODEL@URL`` or ``tgi:URL``."""
+    scheme, sep, rest = spec.partition(":")
+    scheme = scheme.strip().lower()
+    if not sep or not rest.strip():
+        raise ValueError(f"{spec!r}: expected openai:MODEL[@URL], vllm:MODEL@URL or tgi:URL")
+    rest = rest.strip()
+    if scheme == "tgi":
+        if not rest.startswith(("http://", "https://")):
+            raise ValueError(f"{spec!r}: a TGI endpoint is tgi:http://host:port")
+        return Endpoint(kind="tgi", model="tgi", base_url=rest)
+    if scheme in ("openai", "vllm"):
+        model, at, url = rest.partition("@")
+        if scheme == "vllm" and not at:
+            raise ValueError(f"{spec!r}: a vLLM endpoint is vllm:MODEL@http://host:port/v1")
+        if at and not url.startswith(("http://", "https://")):
+            raise ValueError(f"{spec!r}: the part after @ must be an http(s) URL")
+        return Endpoint(kind="openai", model=model.strip(), base_url=url or None)
+    raise ValueError(f"{spec!r}: unknown endpoint kind {scheme!r}; use openai:, vllm: or tgi:")
+
+
+def build_endpoint_judge(endpoint: Endpoint, *, name: str, concurrency: int = 16) -> PairwiseJudge:
+    """A pairwise judge (both answer orders) on the endpoint, built with the jobs module's backend config."""
+    from judgegraph.jobs import BackendConfig, build_backend
+
+    backend: Backend = build_backend(
+        BackendConfig(kind=endpoint.kind, model=endpoint.model, base_url=endpoint.base_url),
+        max_connections=2 * concurrency,
+    )
+    return PairwiseJudge(backend, name=name)
+
+
+# ---------------------------------------------------------------- the graph as a judge
+
+
+class GraphJudge:
+    """The pairwise graph, driven one item at a time like a judge.
+
+    ``judgegraph.jobs.run_job`` calls ``ajudge(item, context=...)``; this runs
+    the compiled pairwise graph on the item with that context (which holds
+    the judge under ``"judge"``) and returns the graph's verdict. A
+    :class:`PairwiseJudge` keeps its own swap policy (the graph fans out both
+    orders); any other judge (the classifier, which scores both orders itself;
+    a replay of one recorded order; a cascade) is called once per item.
+    """
+
+    input_model = PairwiseInput
+
+    def __init__(self, judge: Any, *, name: str, fingerprint: Mapping[str, Any]) -> None:
+        from judgegraph.graphs import create_pairwise_graph
+
+        swap = None if isinstance(judge, PairwiseJudge) else SwapPolicy(mode="single")
+        self.name = name
+        self.judge = judge
+        self.graph = create_pairwise_graph(judge="judge", swap=swap, name=name)
+        self._fingerprint = {"graph": "pairwise", "swap": None if swap is None else swap.mode, **fingerprint}
+
+    def context(self) -> dict[str, Any]:
+        return {"judge": self.judge}
+
+    def config_fingerprint(self) -> dict[str, Any]:
+        return dict(self._fingerprint)
+
+    async def ajudge(self, item: PairwiseInput, *, context: Any = None) -> PairwiseVerdict:
+        ctx = context if context is not None else self.context()
+        out = await self.graph.ainvoke(item.model_dump(exclude_none=True), context=ctx)
+        verdict = out["verdict"]
+        if not isinstance(verdict, PairwiseVerdict):
+            raise TypeError(f"{self.name}: the graph returned a {type(verdict).__name__}, not a PairwiseVerdict")
+        return verdict
+
+
+def file_digest(paths: Sequence[Path]) -> str:
+    """A short content hash of files (model weights, data), for fingerprints."""
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]

@@ -1,0 +1,72 @@
+"""The quickstart's result as a rich table and as Markdown."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from ._run import QuickstartResult, TableRow
+
+__all__ = ["print_result", "result_markdown", "result_table"]
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _cost(row: TableRow) -> str:
+    c = row.cost_per_1k
+    return "n/a (unpriced)" if c is None else f"${c:.4f}"
+
+
+def _agreement(row: TableRow) -> str:
+    failed = f", {row.failed} failed" if row.failed else ""
+    return f"{_pct(row.agreement)} ({row.correct}/{row.items}{failed})"
+
+
+def result_table(result: QuickstartResult) -> Table:
+    table = Table(
+        "judge",
+        "agreement with human majority",
+        "escalated",
+        "cost per 1k items",
+        title=f"Held-out split: {result.heldout_items} items never used for training or for picking the budget",
+    )
+    for row in result.rows:
+        table.add_row(row.name, _agreement(row), _pct(row.escalated_share), _cost(row))
+    return table
+
+
+def _budget_line(result: QuickstartResult) -> str:
+    b = result.budget
+    rule = "every item" if b.threshold is None else f"local confidence < {b.threshold:.4f}"
+    return (
+        f"Budget: picked by the planner on the calibration split ({b.calibration_items} items from training prompts, "
+        f"none held out): {b.recommendation} -> {b.policy} (calibration agreement {_pct(b.calibration_agreement)}; "
+        f"local alone {_pct(b.calibration_local)}, teacher alone {_pct(b.calibration_teacher)}). "
+        f"On new items that budget is the rule: escalate if {rule}."
+    )
+
+
+def print_result(result: QuickstartResult, console: Console) -> None:
+    console.print(result_table(result))
+    console.print(
+        f"[bold]Tier 1[/] {result.local_judge}" + (" (reused from an earlier run)" if result.reused_judge else "")
+    )
+    console.print(f"[bold]Tier 2[/] {result.teacher}")
+    console.print(_budget_line(result))
+    console.print(f"Split: {result.split}")
+    for note in result.notes:
+        console.print(f"Note: {note}")
+    console.print(f"[bold]Report:[/] {result.report}")
+    console.print(f"Per-item results: {result.store} (judgegraph report <run> --store ...); summary: {result.summary}")
+
+
+def result_markdown(result: QuickstartResult) -> str:
+    lines = [
+        "| judge | agreement with human majority | escalated | cost per 1k items |",
+        "|---|---|---|---|",
+    ]
+    for row in result.rows:
+        lines.append(f"| {row.name} | {_agreement(row)} | {_pct(row.escalated_share)} | {_cost(row)} |")
+    return "\n".join(lines) + "\n"
