@@ -3,6 +3,8 @@ local and Ray engines, and reports."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._ratelimit import RateLimitedBackend, RateLimiter, TokenBucket
 from ._runner import JobProgress, JobSummary, ProgressCallback, run_job, run_spec
 from ._sources import Shard, SourceRow, detect_format, expand_paths, iter_rows, langsmith_row, otel_rows
@@ -22,6 +24,10 @@ from ._spec import (
 )
 from ._store import ItemRecord, ResultRecord, RunInfo, RunMismatchError, Store, StoredRow
 
+if TYPE_CHECKING:
+    from ._ray import run_spec_ray
+    from ._report import ReportData, build_report, write_report
+
 __all__ = [
     "BackendConfig",
     "ItemRecord",
@@ -35,6 +41,7 @@ __all__ = [
     "ProgressCallback",
     "RateLimitedBackend",
     "RateLimiter",
+    "ReportData",
     "ResultRecord",
     "RowPreparer",
     "RunInfo",
@@ -47,6 +54,7 @@ __all__ = [
     "TokenBucket",
     "build_backend",
     "build_judge",
+    "build_report",
     "config_hash",
     "detect_format",
     "expand_paths",
@@ -56,4 +64,22 @@ __all__ = [
     "otel_rows",
     "run_job",
     "run_spec",
+    "run_spec_ray",
+    "write_report",
 ]
+
+# The Ray engine needs the 'ray' extra and reports need 'metrics': load them on first use.
+_LAZY = {
+    "run_spec_ray": "._ray",
+    "ReportData": "._report",
+    "build_report": "._report",
+    "write_report": "._report",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module 'judgegraph.jobs' has no attribute {name!r}")
