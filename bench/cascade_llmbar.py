@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judgegraph._calibration import agreement, calibrate_cascade, calibrated_tiers, matches
+from judgegraph._calibration import agreement_credit, calibrate_cascade, calibrated_tiers, matches_label
 from judgegraph._cascade import Budget, CascadeJudge, EscalationPolicy, SwapInconsistency
 from judgegraph._ensemble import EnsembleJudge
 from judgegraph._planner import plan_cascades
@@ -62,8 +62,8 @@ def _replay(data: Path, subset: str, evaluator: str, strategy: str) -> LLMBarRep
 async def _score(judge: CascadeJudge | ReplayJudge | EnsembleJudge, rep: LLMBarReplay) -> tuple[float, float, float]:
     results: list[Any] = await judge.ajudge_many(list(rep.items))
     n = len(results)
-    acc = sum(agreement(r, y) for r, y in zip(results, rep.labels, strict=True)) / n
-    strict = sum(matches(r, y) for r, y in zip(results, rep.labels, strict=True)) / n
+    acc = sum(agreement_credit(r, y) for r, y in zip(results, rep.labels, strict=True)) / n
+    strict = sum(matches_label(r, y) for r, y in zip(results, rep.labels, strict=True)) / n
     sent = sum(any(t.judge == STRONG for t in r.tiers) for r in results) / n if isinstance(judge, CascadeJudge) else 0.0
     return acc, strict, sent
 
@@ -76,7 +76,7 @@ async def _shuffled(judge: CascadeJudge, rep: LLMBarReplay, orders: int) -> tupl
     for seed in range(orders):
         random.Random(seed).shuffle(pairs)
         out: list[Any] = await judge.ajudge_many([it for it, _ in pairs])
-        accs.append(sum(agreement(r, y) for r, (_, y) in zip(out, pairs, strict=True)) / len(pairs))
+        accs.append(sum(agreement_credit(r, y) for r, (_, y) in zip(out, pairs, strict=True)) / len(pairs))
     return statistics.fmean(accs), min(accs), max(accs)
 
 
@@ -168,7 +168,7 @@ async def calibration_rows(data: Path, alpha: float, delta: float, seed: int = 0
     cascade = CascadeJudge(calibrated_tiers([weak, strong], cal), abstain=True)
     out = await cascade.ajudge_many([items[i] for i in test_idx])
     kept = [(r, labels[i]) for r, i in zip(out, test_idx, strict=True) if r.ok]
-    risk = sum(not matches(r, y) for r, y in kept) / len(kept) if kept else float("nan")
+    risk = sum(not matches_label(r, y) for r, y in kept) / len(kept) if kept else float("nan")
     to_gpt4 = sum(any(t.judge == STRONG for t in r.tiers) for r in out) / len(out)
     lines = [
         f"alpha = {alpha}, delta = {delta} (delta/2 per tier); {len(items)} pooled items "

@@ -30,12 +30,12 @@ __all__ = [
     "CascadeCalibration",
     "Label",
     "ThresholdCalibration",
-    "agreement",
+    "agreement_credit",
     "calibrate_cascade",
     "calibrate_threshold",
     "calibrate_tier",
     "calibrated_tiers",
-    "matches",
+    "matches_label",
 ]
 
 Label = Winner | int
@@ -50,7 +50,7 @@ def _check_label(result: Result, label: Any, where: str) -> None:
         raise ValueError(f"{where}: a pointwise label must be an integer score, got {label!r}")
 
 
-def matches(result: Result, label: Label) -> bool:
+def matches_label(result: Result, label: Label) -> bool:
     """Strict agreement: the verdict is exactly the human label. A failed result never matches."""
     if not result.ok:
         return False
@@ -59,7 +59,7 @@ def matches(result: Result, label: Label) -> bool:
     return result.score == label
 
 
-def agreement(result: Result, label: Label, *, tie_credit: float = 0.5) -> float:
+def agreement_credit(result: Result, label: Label, *, tie_credit: float = 0.5) -> float:
     """Credit for one verdict against a human label, in [0, 1].
 
     Exact agreement earns 1 and a failed result 0. For pairwise verdicts a
@@ -230,7 +230,7 @@ def _confidences_and_agreement(
             raise TypeError(f"results[{i}] is a {type(r).__name__}, not a verdict or score")
         _check_label(r, y, f"labels[{i}]")
         conf.append(certainty(r, measure) if r.ok else None)
-        agrees.append(matches(r, y))
+        agrees.append(matches_label(r, y))
     return conf, agrees
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._calibration import Label, agreement, matches
+from ._calibration import Label, agreement_credit, matches_label
 from ._cascade import (
     Abstain,
     Budget,
@@ -152,8 +152,8 @@ def simulate_cascade(
             elif not is_last:
                 moving.append(i)
         active = moving
-    credit = sum(agreement(r, labels[k], tie_credit=tie_credit) for r, k in zip(final, keys, strict=True) if r)
-    strict = sum(matches(r, labels[k]) for r, k in zip(final, keys, strict=True) if r)
+    credit = sum(agreement_credit(r, labels[k], tie_credit=tie_credit) for r, k in zip(final, keys, strict=True) if r)
+    strict = sum(matches_label(r, labels[k]) for r, k in zip(final, keys, strict=True) if r)
     return PlannedPolicy(
         name=_name(tiers),
         tiers=tuple(tiers),

@@ -10,12 +10,12 @@ from scipy.stats import binomtest
 
 from judgegraph import PairwiseInput, PairwiseVerdict, Status
 from judgegraph._calibration import (
-    agreement,
+    agreement_credit,
     calibrate_cascade,
     calibrate_threshold,
     calibrate_tier,
     calibrated_tiers,
-    matches,
+    matches_label,
 )
 from judgegraph._cascade import Abstain, CascadeJudge, LowConfidence
 from judgegraph._replay import ReplayJudge, item_key
@@ -132,12 +132,12 @@ def test_calibrate_tier_from_results_and_labels() -> None:
 
 
 def test_agreement_credit_and_strict_match() -> None:
-    assert agreement(verdict("A", None), "A") == 1.0
-    assert agreement(verdict("tie", None), "A") == 0.5
-    assert agreement(verdict("B", None), "tie", tie_credit=0.25) == 0.25
-    assert agreement(verdict("B", None), "A") == 0.0
-    assert agreement(PairwiseVerdict(status=Status.UNPARSED, reason="x"), "A") == 0.0
-    assert not matches(verdict("tie", None), "A") and matches(verdict("B", None), "B")
+    assert agreement_credit(verdict("A", None), "A") == 1.0
+    assert agreement_credit(verdict("tie", None), "A") == 0.5
+    assert agreement_credit(verdict("B", None), "tie", tie_credit=0.25) == 0.25
+    assert agreement_credit(verdict("B", None), "A") == 0.0
+    assert agreement_credit(PairwiseVerdict(status=Status.UNPARSED, reason="x"), "A") == 0.0
+    assert not matches_label(verdict("tie", None), "A") and matches_label(verdict("B", None), "B")
 
 
 async def test_calibrated_cascade_splits_delta_and_uses_escalated_items() -> None:

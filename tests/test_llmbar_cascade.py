@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from judgegraph._calibration import agreement
+from judgegraph._calibration import agreement_credit
 from judgegraph._cascade import Budget, CascadeJudge, SwapInconsistency
 from judgegraph._replay import LLMBarReplay, ReplayJudge, llmbar_replay
 from judgegraph.datasets import load_llmbar_run
@@ -61,7 +61,7 @@ def replay(root: Path, evaluator: str, strategy: str, subset: str = "Natural") -
 
 async def accuracy_and_sent(judge: Any, rep: LLMBarReplay) -> tuple[float, float, list[Any]]:
     out = await judge.ajudge_many(list(rep.items))
-    acc = sum(agreement(v, y) for v, y in zip(out, rep.labels, strict=True)) / len(out)
+    acc = sum(agreement_credit(v, y) for v, y in zip(out, rep.labels, strict=True)) / len(out)
     sent = sum(any(t.judge == "GPT-4" for t in v.tiers) for v in out) / len(out)
     return acc, sent, out
 
