@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from judgegraph.testing import LoopbackRequest, LoopbackServer, Reply
 
@@ -55,7 +56,7 @@ class CrashRun:
     committed_at_kill: list[set[int]] = field(default_factory=list)
     calls_at_kill: list[Counter[int]] = field(default_factory=list)
     final_calls: Counter[int] = field(default_factory=Counter)
-    summary: dict[str, object] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
     rows: list[tuple[int, str | None, str | None]] = field(default_factory=list)  # (row, item_id, status)
 
     @property

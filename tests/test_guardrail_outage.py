@@ -36,7 +36,7 @@ BUDGET_S = 0.150
 SLACK_S = 0.005
 DECISIONS = 60  # per policy
 PROD_RETRY = RetryPolicy(max_attempts=4, initial_delay_s=0.5, timeout_s=60)
-ASK = {"instruction": "How do I reset my password?", "answer": "Open Settings, then Security, then Reset."}
+ASK: Any = {"instruction": "How do I reset my password?", "answer": "Open Settings, then Security, then Reset."}
 
 
 def _p99(xs: list[float]) -> float:
@@ -151,9 +151,10 @@ async def test_judge_unreachable_is_decided_by_policy_within_budget(policy: str)
     # Reported, and bounded at the median only: with nothing listening, a decision
     # that lands on a connect attempt on a loaded machine can run late (p99 up
     # to ~400 ms seen at load 11 on 2 cores); the mixed-outage test bounds p99.
-    s = sorted(latencies)
-    print(f"unreachable, fail-{policy}: p50 {s[len(s) // 2] * 1e3:.1f} ms, p99 {_p99(s) * 1e3:.1f} ms")
-    assert s[len(s) // 2] <= BUDGET_S + SLACK_S + max(0.0, _p99(LATENESS))
+    ordered = sorted(latencies)
+    median = ordered[len(ordered) // 2]
+    print(f"unreachable, fail-{policy}: p50 {median * 1e3:.1f} ms, p99 {_p99(ordered) * 1e3:.1f} ms")
+    assert median <= BUDGET_S + SLACK_S + max(0.0, _p99(LATENESS))
 
 
 @pytest.mark.parametrize("policy", ["open", "closed"])
