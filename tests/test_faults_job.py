@@ -152,8 +152,8 @@ def check_faulty_run(run: FaultyRun) -> None:
             assert r.reason is None
         else:
             failed += 1
-            if i not in run.server.calls:  # every attempt timed out before the server read it
-                assert r.status == "error" and "timed out" in (r.reason or ""), (i, r.reason)
+            if i not in run.server.calls:  # no attempt got through to the server (timed out unread, refused)
+                assert r.status == "error" and r.reason, (i, r.reason)
             assert r.status in ("error", "unparsed"), r.status
             assert r.reason, f"item {i} failed without a reason"
             assert r.result is not None and r.result.get("score") is None, "a failure carries no score"
