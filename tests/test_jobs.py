@@ -375,3 +375,28 @@ async def test_judge_taken_from_the_context_by_key(tmp_path: Path) -> None:
     assert s.ok == 3
     with pytest.raises(LookupError, match="'nope'"):
         await run_job(cfg, judge="nope", kind="pairwise", store=tmp_path / "s.db", context=ctx)
+
+
+async def test_budget_cascade_is_fed_whole_batches(tmp_path: Path) -> None:
+    from judgegraph import PairwiseJudge
+    from judgegraph._cascade import Budget, create_cascade_judge
+    from judgegraph.types import SwapPolicy
+
+    src = _items(tmp_path / "items.jsonl", 10)
+    cfg = SourceConfig(path=str(src), fields={"instruction": "prompt", "response_a": "left", "response_b": "right"})
+    single = SwapPolicy(mode="single")
+    judge = create_cascade_judge(
+        [
+            PairwiseJudge("cheap", template="pairwise-choice", swap=single),
+            PairwiseJudge("strong", template="pairwise-choice", swap=single),
+        ],
+        escalate=Budget(fraction=0.3),
+    )
+    ctx = {"cheap": ScriptedBackend(lambda r: "[RESULT] A"), "strong": ScriptedBackend(lambda r: "[RESULT] B")}
+    s = await run_job(cfg, judge=judge, kind="pairwise", store=tmp_path / "s.db", context=ctx, run_id="b")
+    assert (s.ok, s.errors) == (10, 0)
+    with Store(tmp_path / "s.db") as st:
+        rows = list(st.rows("b"))
+    escalated = [r.row for r in rows if not r.result["tiers"][0]["decided"]]
+    assert len(escalated) == 3  # floor(0.3 x 10): the budget applies to the batch
+    assert all(r.result["winner"] == ("B" if r.row in escalated else "A") for r in rows)

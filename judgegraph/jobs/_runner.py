@@ -385,6 +385,17 @@ async def _drive(
 
     store.auto_flush = False  # commits happen on the flusher's thread, off the event loop
     flush_task = asyncio.create_task(flusher())
+    if getattr(judge, "needs_batch", False):
+        # A judge that ranks a whole batch (a cascade with a budget policy)
+        # cannot take items one at a time: feed it chunks of ``batch_size``.
+        try:
+            await _drive_batches(preparer, rows, rec, judge, ctx, concurrency, rerun_failed)
+        finally:
+            stop.set()
+            await asyncio.gather(flush_task, return_exceptions=True)
+            store.auto_flush = True
+            store.flush()
+        return
     try:
         for srow in rows:
             prep = preparer(srow)
@@ -415,6 +426,54 @@ async def _drive(
         await asyncio.gather(flush_task, return_exceptions=True)
         store.auto_flush = True
         store.flush()
+
+
+async def _drive_batches(
+    preparer: RowPreparer,
+    rows: Any,
+    rec: _Recorder,
+    judge: Any,
+    ctx: dict[str, Any],
+    concurrency: int,
+    rerun_failed: bool,
+    batch_size: int = 256,
+) -> None:
+    chunk: list[PreparedRow] = []
+    seen: set[str] = set()
+
+    async def run_chunk() -> None:
+        if not chunk:
+            return
+        try:
+            verdicts = await judge.ajudge_many([p.item for p in chunk], max_concurrency=concurrency, context=ctx)
+        except Exception as exc:
+            verdicts = [exc] * len(chunk)
+        for p, v in zip(chunk, verdicts, strict=True):
+            assert p.item_hash is not None
+            if isinstance(v, BaseException):
+                record = failure_record(rec.config_hash, p.item_hash, v)
+            else:
+                record = verdict_record(rec.config_hash, p.item_hash, v)
+            rec.result(p.where, record)
+        chunk.clear()
+        seen.clear()
+
+    for srow in rows:
+        prep = preparer(srow)
+        rec.row(prep)
+        if prep.item is None:
+            continue
+        assert prep.item_hash is not None
+        if prep.item_hash in seen:
+            rec.cached()
+            continue
+        if not rec.needs_judging(prep, rerun_failed):
+            continue
+        seen.add(prep.item_hash)
+        chunk.append(prep)
+        if len(chunk) >= batch_size:
+            await run_chunk()
+    await run_chunk()
 
 
 def _summary(rec: _Recorder, store: Store, engine: str, resumed: bool, elapsed: float) -> JobSummary:
