@@ -40,7 +40,12 @@ class TGIBackend:
         pricing: Pricing | None = None,
         prompt_format: Callable[[Sequence[Message]], str] = chatml_prompt,
         structured_output: bool = True,
+        engine: Literal["tgi", "vllm"] = "tgi",
     ) -> None:
+        """``model`` is the served model name sent on the chat route (vLLM and
+        SGLang route by it). ``engine`` picks how a JSON schema is asked for on
+        the chat route: TGI's ``response_format`` (the hub client rewrites it to
+        TGI's form, which vLLM ignores) or vLLM's ``structured_outputs``."""
         try:
             import huggingface_hub  # noqa: F401
         except ImportError:
@@ -48,6 +53,8 @@ class TGIBackend:
         self.base_url = base_url
         self.mode = mode
         self.model = model or base_url
+        self._served_model = model
+        self.engine = engine
         self.retry = retry or RetryPolicy()
         self.pricing = pricing
         self.capabilities = Capabilities(structured_output=structured_output, logprobs=True)
@@ -132,7 +139,11 @@ class TGIBackend:
         if request.logprobs:
             kwargs["logprobs"] = True
             kwargs["top_logprobs"] = request.top_logprobs or None
-        if request.json_schema is not None:
+        if self._served_model is not None:
+            kwargs["model"] = self._served_model
+        if request.json_schema is not None and self.engine == "vllm":
+            kwargs["extra_body"] = {"structured_outputs": {"json": request.json_schema}}
+        elif request.json_schema is not None:
             kwargs["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "verdict", "schema": request.json_schema, "strict": True},

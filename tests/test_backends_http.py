@@ -192,3 +192,20 @@ async def test_concurrent_requests_share_one_backend() -> None:
         results = await PointwiseJudge(backend, structured=False).ajudge_many(items, max_concurrency=40)
     assert [getattr(r, "score", None) for r in results] == [5] * 40
     assert next(counter) == 40
+
+
+async def test_tgi_chat_for_vllm_sends_model_and_vllm_schema_form() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def respond(req: LoopbackRequest) -> Reply:
+        seen.append(req.body)
+        return Reply('{"feedback": "ok", "score": 4}')
+
+    with LoopbackServer(respond) as server:
+        backend = TGIBackend(server.url, mode="chat", model="judge-7b", engine="vllm", retry=FAST)
+        result = await PointwiseJudge(backend).ajudge(ITEM)
+    assert result.score == 4
+    body = seen[0]
+    assert body["model"] == "judge-7b"  # vLLM and SGLang route by the served name
+    assert body["structured_outputs"]["json"]["required"] == ["feedback", "score"]
+    assert "response_format" not in body

@@ -33,11 +33,7 @@ from judgegraph._tgi_backend import TGIBackend
 pytestmark = pytest.mark.integration
 
 MODEL = "tiny"
-# huggingface_hub's chat_completion sends model "dummy" when the client was
-# built from a URL, and TGIBackend does not pass a model name through, so vLLM
-# answers 404 for any other name. Serving "dummy" as an alias keeps the test on
-# the real route; drop it once TGIBackend forwards ``model``.
-ALIASES = (MODEL, "dummy")
+ALIASES = (MODEL,)
 # Without this, xgrammar lets JSON have any whitespace and a small model pads
 # with blanks until max_tokens. Only the xgrammar/guidance backends take it.
 STRUCTURED = ("--structured-outputs-config", json.dumps({"backend": "xgrammar", "disable_any_whitespace": True}))
@@ -115,7 +111,9 @@ def _server_log_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
 BACKENDS: dict[str, Callable[[_vllm.Server], Any]] = {
     "openai": lambda s: OpenAIBackend(MODEL, base_url=s.base_url, api_key="EMPTY", retry=RETRY),
     # The root URL: huggingface_hub appends /v1/chat/completions itself.
-    "tgi-chat": lambda s: TGIBackend(s.base_url.removesuffix("/v1"), mode="chat", model=MODEL, retry=RETRY),
+    "tgi-chat": lambda s: TGIBackend(
+        s.base_url.removesuffix("/v1"), mode="chat", model=MODEL, engine="vllm", retry=RETRY
+    ),
 }
 
 
@@ -199,15 +197,6 @@ async def test_json_schema_is_enforced_through_openai_backend(vllm_server: _vllm
     assert r.status in (Status.OK, Status.UNPARSED)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(AssertionError, ValueError),  # not BackendError: the route itself must work
-    reason=(
-        "huggingface_hub's chat_completion rewrites response_format json_schema into TGI's "
-        '{"type": "json_object", "value": <schema>}; vLLM reads that as plain JSON-object mode '
-        "and ignores the schema"
-    ),
-)
 async def test_json_schema_is_enforced_through_tgi_chat(vllm_server: _vllm.Server) -> None:
     backend = BACKENDS["tgi-chat"](vllm_server)
     res, dist = await _score_only(backend)
