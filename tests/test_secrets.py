@@ -88,7 +88,7 @@ async def test_the_api_key_reaches_no_output(
     monkeypatch.setenv(ENV, KEY)
     caplog.set_level(logging.DEBUG)  # every logger, openai's and httpx's included
     for name in ("openai", "httpx", "httpx2", "httpcore", "huggingface_hub"):
-        logging.getLogger(name).setLevel(logging.DEBUG)
+        caplog.set_level(logging.DEBUG, logger=name)  # restored after the test
     src = tmp_path / "items.jsonl"
     src.write_text(
         "".join(json.dumps({"instruction": f"Question {i}?", "response": f"answer {i}"}) + "\n" for i in range(30)),
