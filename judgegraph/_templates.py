@@ -92,7 +92,7 @@ _MARKERS = re.compile(r"\[\s*(result|scores)\s*\]", re.I)
 def neutralize(text: str) -> str:
     """Make evaluated content inert: no delimiter brackets, no verdict markers."""
     text = text.replace(DELIM_OPEN, "[").replace(DELIM_CLOSE, "]")
-    if text.isascii():
+    if text.isascii() or "[" not in text:
         return _MARKERS.sub(lambda m: f"({m.group(1)})", text)
     # The parser drops invisible format characters before it looks for
     # markers, so "[RE<zero-width space>SULT]" counts there: find markers the
