@@ -304,7 +304,7 @@ def train_probe(
         loss.backward()
         return loss
 
-    loss = float(optim.step(closure))  # type: ignore[no-untyped-call]
+    loss = float(optim.step(closure).detach())  # type: ignore[no-untyped-call]
     with torch.no_grad():
         acc = float((head.logits(anti2, sym2).argmax(-1) == y2).float().mean())
     if log is not None:

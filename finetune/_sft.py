@@ -162,7 +162,13 @@ def train_sft(
             task_type="CAUSAL_LM",
         )
     data = dataset.to_hf()
+    extra: dict[str, Any] = {}
+    if opts.gradient_checkpointing:
+        # transformers 5 renamed the option; older releases know only the old name.
+        fields = getattr(SFTConfig, "__dataclass_fields__", {})
+        extra["activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"] = True
     args = SFTConfig(
+        **extra,
         output_dir=str(out),
         max_steps=opts.max_steps,
         num_train_epochs=opts.num_train_epochs,
@@ -177,7 +183,6 @@ def train_sft(
         packing=opts.packing,
         completion_only_loss=opts.completion_only_loss,
         bf16=bf16,
-        gradient_checkpointing=opts.gradient_checkpointing,
         logging_steps=opts.logging_steps,
         save_steps=opts.save_steps,
         save_total_limit=opts.save_total_limit,
