@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ._run import QuickstartResult, TableRow
+from ._run import QuickstartResult, TableRow, escalation_rule
 
 __all__ = ["print_result", "result_markdown", "result_table"]
 
@@ -39,12 +39,12 @@ def result_table(result: QuickstartResult) -> Table:
 
 def _budget_line(result: QuickstartResult) -> str:
     b = result.budget
-    rule = "every item" if b.threshold is None else f"local confidence < {b.threshold:.4f}"
+    rule = escalation_rule(b.threshold)
     return (
         f"Budget: picked by the planner on the calibration split ({b.calibration_items} items from training prompts, "
         f"none held out): {b.recommendation} -> {b.policy} (calibration agreement {_pct(b.calibration_agreement)}; "
         f"local alone {_pct(b.calibration_local)}, teacher alone {_pct(b.calibration_teacher)}). "
-        f"On new items that budget is the rule: escalate if {rule}."
+        f"On new items that budget is the rule: escalate {rule}."
     )
 
 
@@ -59,7 +59,9 @@ def print_result(result: QuickstartResult, console: Console) -> None:
     for note in result.notes:
         console.print(f"Note: {note}")
     console.print(f"[bold]Report:[/] {result.report}")
-    console.print(f"Per-item results: {result.store} (judgegraph report <run> --store ...); summary: {result.summary}")
+    console.print(f"Per-item results: {result.store}; summary: {result.summary}")
+    runs = " ".join(row.run_id for row in result.rows)
+    console.print(f"Runs in that store: {runs} (judgegraph report RUN --store {result.store})")
 
 
 def result_markdown(result: QuickstartResult) -> str:

@@ -454,10 +454,10 @@ async def arun_quickstart(
         tres, _ = _stored_results(store, cal_teacher)
         choice = _pick_budget(lres, tres, labels, budget=opts.budget, target=opts.target)
         clock["calibrate"] = time.perf_counter() - t
-        thr = "every item" if choice.threshold is None else f"confidence < {choice.threshold:.4f}"
+        thr = escalation_rule(choice.threshold)
         log(
             f"planner (calibration split, {choice.calibration_items} items): {choice.recommendation}: "
-            f"{choice.policy}; escalating {choice.fraction:.0%} there is the rule '{thr}' for new items"
+            f"{choice.policy}; for new items that budget is the rule: escalate {thr}"
         )
 
         # 5. Held-out: local alone, teacher alone, and the cascade, each through the pairwise graph.
@@ -509,9 +509,7 @@ async def arun_quickstart(
         rows = [
             table_row(store, held_local, name="local judge alone", judge=local_desc, escalation="none"),
             table_row(store, held_teacher, name="teacher alone", judge=teacher_desc, escalation="all"),
-            table_row(
-                store, held_cascade, name=cascade_name, judge=f"local, then teacher if {thr}", escalation="tiers"
-            ),
+            table_row(store, held_cascade, name=cascade_name, judge=f"local; escalate {thr}", escalation="tiers"),
         ]
         report_dir = work / "report"
         paths = write_report(store, held_cascade, report_dir)
@@ -543,6 +541,15 @@ async def arun_quickstart(
     )
     result.summary.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return result
+
+
+def escalation_rule(threshold: float | None) -> str:
+    """The per-item rule a budget became, in words."""
+    if threshold is None:
+        return "always"
+    if threshold <= 0:
+        return "never (only failed verdicts)"
+    return f"when the local confidence < {threshold:.4f}"
 
 
 def _bundled_file(name: str) -> Any:
