@@ -81,7 +81,6 @@ def _usage() -> tuple[float, int]:
 async def _plain(src: Path, url: str, concurrency: int) -> tuple[int, float, float]:
     """What a user would write by hand: read items, render the judge's prompt,
     N workers sending requests through one pooled AsyncOpenAI client."""
-    from judgegraph._backend import GenerateRequest
     from judgegraph.jobs import build_backend, build_judge
     from judgegraph.jobs._runner import _pool_size
 
@@ -103,7 +102,6 @@ async def _plain(src: Path, url: str, concurrency: int) -> tuple[int, float, flo
             done += 1
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    _ = GenerateRequest
     return done, time.perf_counter() - t0, _usage()[0] - cpu0
 
 
@@ -192,6 +190,7 @@ def main() -> None:
     url = f"http://127.0.0.1:{port_q.get(timeout=60)}"
     bound = args.concurrency / args.latency
     runs: dict[str, list[dict[str, Any]]] = {"plain": [], "job": [], "job-small": []}
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         big, small = Path(tmp) / "items.jsonl", Path(tmp) / "small.jsonl"
         _write_items(big, args.items)
@@ -211,6 +210,7 @@ def main() -> None:
             print(f"  {args.small}-item job: peak RSS {r['peak_rss_kb'] / 1024:.0f} MiB", flush=True)
     stop.set()
     server.join(30)
+    load_after = os.getloadavg()
 
     def med(kind: str, key: str) -> float:
         return float(statistics.median(r[key] for r in runs[kind]))
@@ -219,7 +219,11 @@ def main() -> None:
     plain_cpu = 1000 * med("plain", "cpu_s") / args.items
     job_cpu = 1000 * med("job", "cpu_s") / args.items
     rss_big, rss_small = med("job", "peak_rss_kb") / 1024, med("job-small", "peak_rss_kb") / 1024
-    spread = {k: (min(r["throughput"] for r in v), max(r["throughput"] for r in v)) for k, v in runs.items() if k != "job-small"}
+    spread = {
+        k: (min(r["throughput"] for r in v), max(r["throughput"] for r in v))
+        for k, v in runs.items()
+        if k != "job-small"
+    }
     lines = [
         f"items {args.items}, concurrency {args.concurrency}, latency {args.latency:g} s, reps {args.reps} "
         f"(medians; alternating plain/job), {os.cpu_count()} CPUs, Python {platform.python_version()}",
@@ -231,6 +235,8 @@ def main() -> None:
         f"client CPU per item:         plain {plain_cpu:.2f} ms, job {job_cpu:.2f} ms (+{job_cpu - plain_cpu:.2f} ms)",
         f"job peak RSS:                {rss_small:.0f} MiB at {args.small} items, {rss_big:.0f} MiB at "
         f"{args.items} items (ratio {rss_big / rss_small:.2f})",
+        f"machine load average (1/5/15 min): before {' '.join(f'{x:.1f}' for x in load_before)}, "
+        f"after {' '.join(f'{x:.1f}' for x in load_after)}",
     ]  # fmt: skip
     print("\n".join(lines))
     if args.write:

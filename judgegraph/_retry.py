@@ -41,7 +41,11 @@ async def with_retries(attempt: Callable[[], Awaitable[T]], policy: RetryPolicy,
     for n in range(1, policy.max_attempts + 1):
         started = time.perf_counter()
         try:
-            value = await asyncio.wait_for(attempt(), timeout=policy.timeout_s)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for runs the attempt in
+            # a task of its own, and the extra hop lets a whole wave of pooled
+            # connections go idle before the caller sends its next request.
+            async with asyncio.timeout(policy.timeout_s):
+                value = await attempt()
             return value, n, time.perf_counter() - started
         except (Retryable, TimeoutError) as exc:
             reason = str(exc) or f"timed out after {policy.timeout_s}s"

@@ -400,3 +400,26 @@ async def test_budget_cascade_is_fed_whole_batches(tmp_path: Path) -> None:
     escalated = [r.row for r in rows if not r.result["tiers"][0]["decided"]]
     assert len(escalated) == 3  # floor(0.3 x 10): the budget applies to the batch
     assert all(r.result["winner"] == ("B" if r.row in escalated else "A") for r in rows)
+
+
+async def test_a_hanging_server_times_out_each_attempt_and_the_item_errors(tmp_path: Path, loopback: Any) -> None:
+    src = _items(tmp_path / "items.jsonl", 3)
+
+    def respond(req: LoopbackRequest) -> Reply | Fault:
+        if "item-001" in req.prompt:
+            return Fault("hang", delay_s=3.0)
+        return Reply("[SCORES] 6 6")
+
+    with loopback(respond) as server:
+        backend = OpenAIBackend(
+            "m",
+            base_url=server.url + "/v1",
+            api_key="x",
+            structured_output=False,
+            retry=RetryPolicy(max_attempts=2, initial_delay_s=0.01, timeout_s=0.3),
+        )
+        s = await run_spec(_spec(src, server.url), store=tmp_path / "s.db", run_id="h", backend=backend)
+    assert (s.ok, s.errors) == (2, 1)
+    with Store(tmp_path / "s.db") as st:
+        row = next(r for r in st.rows("h") if r.row == 1)
+    assert row.status == "error" and "gave up after 2 attempts" in row.reason and "timed out" in row.reason

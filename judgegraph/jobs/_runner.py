@@ -359,20 +359,7 @@ async def _drive(
     concurrency: int,
     rerun_failed: bool,
 ) -> None:
-    sem = asyncio.Semaphore(concurrency)
-    inflight: set[str] = set()
-    tasks: set[asyncio.Task[None]] = set()
     store = rec.store
-
-    async def one(prep: PreparedRow) -> None:
-        try:
-            record = await judge_prepared(judge, prep, context=ctx, backend=fixed, config_hash=rec.config_hash)
-            rec.result(prep.where, record)
-        finally:
-            assert prep.item_hash is not None
-            inflight.discard(prep.item_hash)
-            sem.release()
-
     stop = asyncio.Event()
 
     async def flusher() -> None:
@@ -385,19 +372,40 @@ async def _drive(
 
     store.auto_flush = False  # commits happen on the flusher's thread, off the event loop
     flush_task = asyncio.create_task(flusher())
-    if getattr(judge, "needs_batch", False):
-        # A judge that ranks a whole batch (a cascade with a budget policy)
-        # cannot take items one at a time: feed it chunks of ``batch_size``.
-        try:
-            await _drive_batches(preparer, rows, rec, judge, ctx, concurrency, rerun_failed)
-        finally:
-            stop.set()
-            await asyncio.gather(flush_task, return_exceptions=True)
-            store.auto_flush = True
-            store.flush()
-        return
     try:
-        for srow in rows:
+        if getattr(judge, "needs_batch", False):
+            # A judge that ranks a whole batch (a cascade with a budget policy)
+            # cannot take items one at a time: feed it chunks.
+            await _drive_batches(preparer, rows, rec, judge, ctx, concurrency, rerun_failed)
+        else:
+            await _drive_pool(preparer, rows, rec, judge, ctx, fixed, concurrency, rerun_failed)
+    finally:
+        stop.set()
+        await asyncio.gather(flush_task, return_exceptions=True)
+        store.auto_flush = True
+        store.flush()
+
+
+async def _drive_pool(
+    preparer: RowPreparer,
+    rows: Any,
+    rec: _Recorder,
+    judge: Any,
+    ctx: dict[str, Any],
+    fixed: Backend | None,
+    concurrency: int,
+    rerun_failed: bool,
+) -> None:
+    """``concurrency`` workers, each taking the next row to judge as soon as
+    it has recorded its last one. A worker reuses its HTTP connection at once;
+    spawning a task per item instead leaves the whole pool idle between
+    waves, and the client then scans every idle connection per request."""
+    source = iter(rows)
+    inflight: set[str] = set()
+
+    def next_item() -> PreparedRow | None:
+        # Synchronous: no other worker runs between reading a row and claiming it.
+        for srow in source:
             prep = preparer(srow)
             rec.row(prep)
             if prep.item is None:
@@ -409,23 +417,27 @@ async def _drive(
                 continue
             if not rec.needs_judging(prep, rerun_failed):
                 continue
-            await sem.acquire()
             inflight.add(prep.item_hash)
-            task = asyncio.create_task(one(prep))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-        if tasks:
-            await asyncio.gather(*list(tasks))
+            return prep
+        return None
+
+    async def worker() -> None:
+        while (prep := next_item()) is not None:
+            try:
+                record = await judge_prepared(judge, prep, context=ctx, backend=fixed, config_hash=rec.config_hash)
+                rec.result(prep.where, record)
+            finally:
+                assert prep.item_hash is not None
+                inflight.discard(prep.item_hash)
+
+    workers = [asyncio.create_task(worker()) for _ in range(concurrency)]
+    try:
+        await asyncio.gather(*workers)
     except BaseException:
-        for t in tasks:
+        for t in workers:
             t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*workers, return_exceptions=True)
         raise
-    finally:
-        stop.set()
-        await asyncio.gather(flush_task, return_exceptions=True)
-        store.auto_flush = True
-        store.flush()
 
 
 async def _drive_batches(
