@@ -164,7 +164,8 @@ def check_faulty_run(run: FaultyRun) -> None:
     # client may count a few more: requests that timed out before the server,
     # busy on a loaded machine, read them.
     assert sum(run.attempts.values()) == s.requests >= sum(run.server.calls.values())
-    assert s.requests - sum(run.server.calls.values()) <= 0.01 * s.requests
+    # How many is load-dependent (4% seen at load 12 on 2 cores); bound it loosely.
+    assert s.requests - sum(run.server.calls.values()) <= 0.1 * s.requests
     # The totals agree: job summary, store, report.
     assert failed == s.unparsed + s.errors == s.problems_total
     assert run.report_counts["ok"] == s.ok
