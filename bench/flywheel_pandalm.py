@@ -136,6 +136,37 @@ def run_seed(args: argparse.Namespace, seed: int, items: list[PandaLMItem]) -> d
     }
 
 
+def summary(results: list[dict[str, Any]]) -> str:
+    """Per round, the mean over seeds (and the range)."""
+
+    def cell(vals: list[float | None]) -> str:
+        xs = [v for v in vals if v is not None]
+        if not xs:
+            return "n/a"
+        mean = 100 * sum(xs) / len(xs)
+        return f"{mean:.1f}% ({100 * min(xs):.0f}–{100 * max(xs):.0f})" if len(xs) > 1 else f"{mean:.1f}%"
+
+    rounds = min(len(r["report"]["rows"]) for r in results)
+    lines = [
+        f"\n### Mean over {len(results)} seed(s) (range)\n",
+        "| round | batch escalated | batch: cascade vs labels | batch: teacher vs labels | held-out escalated "
+        "(calibrated) | held-out cascade | held-out teacher | held-out local alone | held-out escalated at "
+        "teacher's agreement |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for k in range(rounds):
+        rows = [r["report"]["rows"][k] for r in results]
+        batch = [r["batch_vs_labels"][k] for r in results]
+        lines.append(
+            f"| {k + 1} | {cell([x['batch_escalation_share'] for x in rows])} | {cell([b['cascade'] for b in batch])} "
+            f"| {cell([b['teacher'] for b in batch])} | {cell([x['escalation_share'] for x in rows])} "
+            f"| {cell([x['cascade_agreement'] for x in rows])} | {cell([x['teacher_agreement'] for x in rows])} "
+            f"| {cell([x['local_agreement'] for x in rows])} "
+            f"| {cell([x['equal_agreement_escalation'] for x in rows])} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
@@ -159,6 +190,7 @@ def main() -> int:
         print("| round | batch items | cascade vs labels | teacher alone vs labels |\n|---|---|---|---|")
         for b in r["batch_vs_labels"]:
             print(f"| {b['round']} | {b['n']} | {100 * b['cascade']:.1f}% | {100 * b['teacher']:.1f}% |")
+    print(summary(results))
     if args.json:
         Path(args.json).write_text(
             json.dumps({"args": vars(args), "results": results}, indent=2) + "\n", encoding="utf-8"

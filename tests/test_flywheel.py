@@ -192,6 +192,34 @@ def test_audit_of_confident_items_flags_the_drift(three_rounds: Flywheel) -> Non
     assert three.batch.drift is True and three.batch.drift_p_value is not None and three.batch.drift_p_value < 1e-6
 
 
+def test_teacher_failures_fall_back_and_never_become_traces(
+    three_rounds: Flywheel, tmp_path: Path, world: World, trainer: ProbeTrainer
+) -> None:
+    shutil.copytree(three_rounds.workdir, tmp_path / "work")
+    settings = SETTINGS.model_copy(update={"on_teacher_failure": "fallback", "audit_rate": 1.0})
+    fw = _flywheel(tmp_path / "work", world, trainer, settings=settings)
+    rng = random.Random(11)
+    # The teacher has no verdict for any of these. Half are close calls (equal lengths), which the champion escalates.
+    clear = [_pair(rng, f"unrecorded prompt {i}") for i in range(20)]
+    close = [
+        PairwiseInput(instruction=f"close call {i}", response_a=" ".join(words[:n]), response_b=" ".join(words[n:]))
+        for i in range(20)
+        for n in [rng.randint(3, 8)]
+        for words in [[rng.choice(WORDS) for _ in range(2 * n)]]
+    ]
+    rec = fw.run_round(world.batch([*clear, *[(x, "A") for x in close]]))
+    assert rec.batch is not None and rec.training is not None
+    decisions = _decisions(fw, 4)
+    escalated = [d for d in decisions if d.escalated]
+    assert len(escalated) >= 10, "the champion escalates the close calls"
+    for d in escalated:  # the teacher failed: the local verdict stands, flagged, and is not audited again
+        assert d.decided_by == "local" and d.verdict == d.local_verdict and d.status is Status.OK
+        assert d.teacher is not None and not d.teacher.ok and not d.audited and d.teacher_calls == 1
+    assert rec.batch.audited == len(decisions) - len(escalated)
+    assert rec.batch.teacher_calls == len(decisions) and rec.batch.teacher_failures == len(decisions)
+    assert rec.batch.collected == {} and rec.training.traces == three_rounds.record(3).training.traces  # type: ignore[union-attr]
+
+
 def test_promotion_rule() -> None:
     def ev(n: int, agreement: float) -> HeldoutEval:
         from judgegraph._calibration import calibrate_threshold

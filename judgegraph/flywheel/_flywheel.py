@@ -596,7 +596,9 @@ class Flywheel:
             audit = [
                 i
                 for i, dec in enumerate(decisions)
-                if dec.decided_by == "local" and _audit_pick(s.seed, rec.round, dec.key, s.audit_rate)
+                if dec.decided_by == "local"
+                and not dec.escalated  # a fallback after a teacher failure is not a confident decision
+                and _audit_pick(s.seed, rec.round, dec.key, s.audit_rate)
             ]
             if audit:
                 answers = await self.teacher.ajudge_many([chunk[i].input for i in audit])
