@@ -3,6 +3,7 @@ head, both on the real pretrained all-MiniLM-L6-v2, judged through ClassifierJud
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,18 @@ from judgegraph.finetune import (
 )
 
 pytest.importorskip("torch")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread() -> Iterator[None]:
+    """On a shared 2-core machine one thread trains several times faster than
+    two that keep waiting for each other; restored after the module."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,22 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from judgegraph import (
+    PairwiseInput,
+    PairwiseJudge,
+    PairwiseVerdict,
+    PointwiseInput,
+    PointwiseJudge,
+    PointwiseScore,
+    Provenance,
+    Rubric,
+    ScriptedBackend,
+    Status,
+    SwapPolicy,
+    parse_output,
+)
+from judgegraph._templates import get_template
 from judgegraph.finetune import (
     DatasetConfig,
     Example,
@@ -24,22 +40,6 @@ from judgegraph.finetune import (
 )
 from judgegraph.finetune._dataset import instruction_key, swap_mentions
 from judgegraph.finetune._phrasings import phrasing, phrasing_count
-
-from judgegraph import (
-    PairwiseInput,
-    PairwiseJudge,
-    PairwiseVerdict,
-    PointwiseInput,
-    PointwiseJudge,
-    PointwiseScore,
-    Provenance,
-    Rubric,
-    ScriptedBackend,
-    Status,
-    SwapPolicy,
-    parse_output,
-)
-from judgegraph._templates import get_template
 
 
 def _pair(i: int, **kw: object) -> PairwiseTrace:

@@ -7,6 +7,7 @@ instead of 250, which keeps a learning run to seconds on a quiet CPU.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,18 @@ from judgegraph.finetune import (
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread() -> Iterator[None]:
+    """On a shared 2-core machine one thread trains several times faster than
+    two that keep waiting for each other; restored after the module."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def build_prompt_model(path: Path, dataset: JudgeDataset, *, vocab_size: int = 1400, seed: int = 0) -> Path:
@@ -93,7 +106,6 @@ def trained(task: tuple[JudgeDataset, Path], tmp_path_factory: pytest.TempPathFa
     ds, base = task
     # The recipe from NOTES: full fine-tuning, lr 1e-3 constant with warmup, batch 32.
     opts = SFTOptions(method="full", learning_rate=1e-3, batch_size=32, max_steps=80, save_steps=1000, logging_steps=20)
-    torch.set_num_threads(1)  # on a shared 2-core machine one thread is several times faster
     out = tmp_path_factory.mktemp("sft") / "run"
     result = train_sft(base, ds, out, options=opts, progress=False)
     assert result.steps == 80 and not result.adapter
