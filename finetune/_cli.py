@@ -27,7 +27,7 @@ console = Console()
 
 
 def _fail(message: str) -> typer.Exit:
-    console.print(f"[red]error:[/red] {message}")
+    console.print(f"[red]error:[/red] {message}", soft_wrap=True, highlight=False)
     return typer.Exit(code=2)
 
 
@@ -68,7 +68,7 @@ def train(
             cfg,
             resume=str(checkpoint) if checkpoint else (True if resume else None),
             progress=progress,
-            log=lambda m: console.print(m, markup=False, highlight=False),
+            log=lambda m: console.print(m, markup=False, highlight=False, soft_wrap=True),
         )
     except (ConfigError, TraceFormatError, FileNotFoundError, KeyError) as exc:
         raise _fail(str(exc)) from None
@@ -77,7 +77,7 @@ def train(
         raise _fail(str(exc)) from None
     console.print(f"[bold]model:[/bold] {report.model_dir}  ({report.train_s:.0f} s)")
     for kind, ev in report.evaluation.items():
-        console.print(f"[bold]held-out {kind}:[/bold] {ev.summary()}")
+        console.print(f"[bold]held-out {kind}:[/bold] {ev.summary()}", soft_wrap=True)
     _print_commands(report.launch_commands)
 
 
@@ -155,7 +155,7 @@ def evaluate(
         items = [t for t in items if t.kind == kind]
     if not items:
         raise _fail(f"{traces} has no traces this judge can evaluate")
-    console.print(evaluate_judge(judge, items).summary())
+    console.print(evaluate_judge(judge, items).summary(), soft_wrap=True)
 
 
 @app.command("merge-lora")

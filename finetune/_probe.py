@@ -182,20 +182,28 @@ class EncoderProbe(PairScorer):
         self.tokenizer = AutoTokenizer.from_pretrained(str(encoder_dir))
         self.encoder = AutoModel.from_pretrained(str(encoder_dir)).to(self.device).eval()
         self.metrics: dict[str, float] = {}
+        # Instructions recur across pairs and both orders share texts: embed each once.
+        self._cache: dict[str, Any] = {}
+        self.cache_size = 50_000
 
     # -------------------------------------------------------------- features
 
     def _embed(self, texts: Sequence[str], progress: bool = False) -> dict[str, Any]:
-        unique = list(dict.fromkeys(texts))
-        emb = embed_texts(
-            self.encoder,
-            self.tokenizer,
-            unique,
-            max_length=self.options.max_length,
-            batch_size=self.options.batch_size,
-            progress=progress,
-        )
-        return {t: emb[i] for i, t in enumerate(unique)}
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            emb = embed_texts(
+                self.encoder,
+                self.tokenizer,
+                missing,
+                max_length=self.options.max_length,
+                batch_size=self.options.batch_size,
+                progress=progress,
+            )
+            for i, t in enumerate(missing):
+                self._cache[t] = emb[i]
+            while len(self._cache) > self.cache_size:  # oldest first
+                del self._cache[next(iter(self._cache))]
+        return {t: self._cache[t] for t in texts}
 
     def _pair_features(self, items: Sequence[PairwiseInput], progress: bool = False) -> tuple[Any, Any]:
         import torch
@@ -219,6 +227,13 @@ class EncoderProbe(PairScorer):
         with torch.no_grad():
             probs = self.head.logits(anti, sym).softmax(-1)
         return [[float(p) for p in row] for row in probs]
+
+    def fit(
+        self, traces: Sequence[PairwiseTrace], *, progress: bool = False, log: Callable[[str], None] | None = None
+    ) -> EncoderProbe:
+        """Fit a fresh head on ``traces`` (L-BFGS on the cross-entropy over
+        both answer orders), keeping the encoder and its embedding cache."""
+        return _fit(self, traces, progress, log)
 
     # -------------------------------------------------------------- storage
 
@@ -274,20 +289,26 @@ def train_probe(
     progress: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> EncoderProbe:
-    """Embed the traces with the frozen encoder and fit the head (L-BFGS on
-    the cross-entropy over both answer orders)."""
+    """Load the frozen encoder, embed the traces and fit the head."""
+    opts = options or ProbeOptions()
+    probe = EncoderProbe(encoder_dir, _Head(1, 1, opts.labels), opts)
+    return probe.fit(traces, progress=progress, log=log)
+
+
+def _fit(
+    probe: EncoderProbe, traces: Sequence[PairwiseTrace], progress: bool, log: Callable[[str], None] | None
+) -> EncoderProbe:
     import torch
 
-    opts = options or ProbeOptions()
+    opts = probe.options
     pairs = [t for t in traces if isinstance(t, PairwiseTrace)]
     if len(pairs) != len(traces):
-        raise ValueError(f"train_probe takes pairwise traces; got {len(traces) - len(pairs)} of another kind")
+        raise ValueError(f"the probe takes pairwise traces; got {len(traces) - len(pairs)} of another kind")
     if opts.labels == 2:
         pairs = [t for t in pairs if t.winner != "tie"]
     if len(pairs) < 2:
         raise ValueError(f"need at least two usable pairwise traces, got {len(pairs)}")
     torch.manual_seed(opts.seed)
-    probe = EncoderProbe(encoder_dir, _Head(1, 1, opts.labels), opts)
     anti, sym = probe._pair_features([t.to_input() for t in pairs], progress=progress)
     y = torch.tensor(_targets(pairs, opts.labels))
     # Swap augmentation: the flipped order negates anti and swaps A/B labels.
@@ -305,12 +326,12 @@ def train_probe(
         return loss
 
     loss = float(optim.step(closure).detach())  # type: ignore[no-untyped-call]
+    if not math.isfinite(loss):
+        raise RuntimeError("probe training diverged (loss is not finite)")
     with torch.no_grad():
         acc = float((head.logits(anti2, sym2).argmax(-1) == y2).float().mean())
     if log is not None:
         log(f"probe head fitted: loss {loss:.4f}, training accuracy {acc:.3f} over {len(pairs)} pairs x 2 orders")
     probe.head = head
     probe.metrics = {"train_loss": loss, "train_accuracy": acc, "train_pairs": float(len(pairs))}
-    if not math.isfinite(loss):
-        raise RuntimeError("probe training diverged (loss is not finite)")
     return probe

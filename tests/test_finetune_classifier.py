@@ -139,7 +139,7 @@ async def test_classifier_judge_as_graph_node(probe: EncoderProbe) -> None:
 
 
 async def test_a_failing_scorer_gives_error_verdicts(probe: EncoderProbe) -> None:
-    class Broken(EncoderProbe):
+    class Broken(EncoderProbe):  # type: ignore[misc]
         def predict_proba(self, items: Any) -> list[list[float]]:
             raise RuntimeError("out of memory")
 
@@ -161,7 +161,7 @@ def test_sequence_classifier_head_trains(
 
     def accuracy(model: Any) -> float:
         report = evaluate_judge(ClassifierJudge(model), val)
-        return report.agreement
+        return float(report.agreement)
 
     untrained = train_classifier(
         encoder_dir,

@@ -69,7 +69,7 @@ def build_prompt_model(path: Path, dataset: JudgeDataset, *, vocab_size: int = 1
         vocab_size=vocab_size, special_tokens=SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
     )
     bpe.train_from_iterator(texts, trainer)
-    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<|pad|>", eos_token="<|im_end|>")
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<|pad|>", eos_token="<|im_end|>")  # type: ignore[no-untyped-call]
     tok.chat_template = CHATML_TEMPLATE
     tok.save_pretrained(path)
     config = LlamaConfig(
@@ -86,7 +86,7 @@ def build_prompt_model(path: Path, dataset: JudgeDataset, *, vocab_size: int = 1
         tie_word_embeddings=True,
     )
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config)
+    model = AutoModelForCausalLM.from_config(config)  # type: ignore[no-untyped-call]
     model.generation_config.pad_token_id = tok.pad_token_id
     model.generation_config.eos_token_id = tok.eos_token_id
     model.save_pretrained(path)
@@ -110,7 +110,7 @@ def trained(task: tuple[JudgeDataset, Path], tmp_path_factory: pytest.TempPathFa
     result = train_sft(base, ds, out, options=opts, progress=False)
     assert result.steps == 80 and not result.adapter
     assert result.tokens_seen is not None and result.tokens_seen > 0
-    return result.final_dir
+    return Path(result.final_dir)
 
 
 def _accuracy(model_dir: Path, ds: JudgeDataset) -> float:
@@ -118,7 +118,7 @@ def _accuracy(model_dir: Path, ds: JudgeDataset) -> float:
 
     judge = PointwiseJudge(TransformersBackend(model_dir, max_batch_size=32), max_tokens=6, repair=False)
     report = evaluate_judge(judge, ds.validation_traces, max_concurrency=64)
-    return report.agreement
+    return float(report.agreement)
 
 
 def test_tiny_model_learns_the_judging_task(task: tuple[JudgeDataset, Path], trained: Path) -> None:
