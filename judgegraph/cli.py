@@ -98,12 +98,17 @@ def smoke(
 
 def _wire() -> None:
     # Sub-commands live beside the code they drive; they register here.
+    from judgegraph.finetune._cli import app as finetune_app
+
     from ._cli_cascade import cascade_app
     from ._cli_eval import eval_command, report_command
+    from ._cli_flywheel import flywheel_app
 
     app.command("eval")(eval_command)
     app.command("report")(report_command)
     app.add_typer(cascade_app, name="cascade")
+    app.add_typer(finetune_app, name="finetune")
+    app.add_typer(flywheel_app, name="flywheel")
 
 
 _wire()
