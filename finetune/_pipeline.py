@@ -82,7 +82,7 @@ def _sft_run(
                     backend, template=template, max_tokens=cfg.eval_max_tokens, scale=traces[0].scale
                 )
             reports[kind] = evaluate_judge(judge, traces)
-    return model_dir, reports, cfg.export_dir, commands
+    return model_dir, reports, export_dir, commands
 
 
 def _classifier_run(

@@ -1,0 +1,279 @@
+"""Training throughput of the generative SFT path on one GPU: tokens/s and MFU in bf16.
+
+One command, no hub access: a ~1.5B Qwen2-architecture model (Qwen2-1.5B's
+shapes) is built from its config with random weights, and trained through
+``judgegraph.finetune.train_sft`` (TRL SFTTrainer, packing on) on judge
+prompts rendered from synthetic traces, once with LoRA (r=16, all linear
+layers) and once as full fine-tuning. Throughput is timed over the steps
+after a warm-up, from the trainer's own count of non-padding input tokens.
+
+MFU = model FLOPs per second / the GPU's dense bf16 peak. Model FLOPs per
+token (PaLM's convention, no recomputation counted):
+    full SFT: 6 N + 12 L d s
+    LoRA:     4 N + 12 L d s   (no weight gradients for the frozen matrices)
+with N the matmul parameters (all but the input embedding, lm_head included),
+L layers, d hidden size, s sequence length.
+
+    python bench/finetune_gpu.py                      # one H200: well under 10 minutes
+    python bench/finetune_gpu.py --tiny               # CPU smoke run of the same path (fp32)
+    python bench/finetune_gpu.py --modes lora --steps 40 --batch 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+# Dense bf16 peak, TFLOPS (vendor figures, no sparsity).
+PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "H800": 989.0, "A100": 312.0, "L40S": 362.0, "A10G": 125.0}
+
+QWEN2_1_5B: dict[str, Any] = {
+    "hidden_size": 1536,
+    "intermediate_size": 8960,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 12,
+    "num_key_value_heads": 2,
+    "vocab_size": 151936,
+    "max_position_embeddings": 32768,
+    "rope_theta": 1_000_000.0,
+    "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": True,
+}
+TINY: dict[str, Any] = {
+    "hidden_size": 128,
+    "intermediate_size": 512,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "vocab_size": 4096,
+    "max_position_embeddings": 2048,
+    "tie_word_embeddings": True,
+}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tiny", action="store_true", help="a 2-layer model on CPU in fp32: checks the path, not speed")
+    p.add_argument("--modes", default="lora,full", help="comma-separated: lora, full")
+    p.add_argument("--steps", type=int, default=30, help="timed optimizer steps per mode")
+    p.add_argument("--warmup", type=int, default=5, help="untimed steps first")
+    p.add_argument("--batch", type=int, default=8, help="sequences per step")
+    p.add_argument("--seq-len", type=int, default=2048, help="packed sequence length")
+    p.add_argument("--gradient-checkpointing", action="store_true")
+    p.add_argument("--peak-tflops", type=float, default=None, help="override the GPU's dense bf16 peak")
+    p.add_argument("--out", type=Path, default=None, help="also write the results as JSON here")
+    args = p.parse_args(argv)
+    if args.tiny:
+        # A judge prompt is ~500 tokens with the tiny tokenizer: keep whole examples in a sequence.
+        args.batch, args.seq_len = min(args.batch, 2), min(args.seq_len, 1024)
+        args.steps, args.warmup = min(args.steps, 4), min(args.warmup, 1)
+    return args
+
+
+def build_model(path: Path, *, tiny: bool) -> dict[str, Any]:
+    """Tokenizer from the tiny builder (offline BPE), weights from Qwen2-1.5B's config."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config
+
+    from judgegraph.tiny_model import build_tiny_model
+
+    tok_dir = build_tiny_model(path.parent / "tokenizer-src", vocab_size=2048)
+    tok = AutoTokenizer.from_pretrained(tok_dir)
+    shapes = dict(TINY if tiny else QWEN2_1_5B)
+    config = Qwen2Config(
+        **shapes, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.eos_token_id
+    )
+    cuda = torch.cuda.is_available() and not tiny
+    dtype = torch.bfloat16 if cuda else torch.float32
+    with torch.device("cuda" if cuda else "cpu"):
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype)  # type: ignore[no-untyped-call]
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    n_all = sum(p.numel() for p in model.parameters())
+    n_embed = model.get_input_embeddings().weight.numel()
+    # Tied embeddings: the same matrix is the lm_head, a matmul that counts.
+    n_matmul = n_all - n_embed + shapes["vocab_size"] * shapes["hidden_size"]
+    del model
+    if cuda:
+        torch.cuda.empty_cache()
+    return {"params": n_all, "matmul_params": n_matmul, **shapes}
+
+
+def make_dataset(n_traces: int) -> Any:
+    from judgegraph.finetune import DatasetConfig, build_dataset, synthetic_traces
+
+    traces = synthetic_traces(n_traces, kind="pairwise", instructions=max(n_traces // 4, 2), seed=0)
+    # Long rationales make realistic completions; the loss stays on the completion.
+    filler = "The first answer addresses the question directly while the second drifts. " * 6
+    traces = [t.model_copy(update={"rationale": filler + f"Answer {t.winner} is better."}) for t in traces]
+    return build_dataset(traces, DatasetConfig(formats=("pairwise-choice",), phrasings=3, validation_fraction=0))
+
+
+class Timer:
+    """A TrainerCallback that times steps after the warm-up and reads the token count."""
+
+    def __init__(self, warmup: int) -> None:
+        self.warmup = warmup
+        self.t0: float | None = None
+        self.tokens0 = 0
+        self.t1 = 0.0
+        self.tokens1 = 0
+        self.steps = 0
+        self.losses: list[float] = []
+
+    def callback(self) -> Any:
+        from transformers import TrainerCallback
+
+        timer = self
+
+        class _Cb(TrainerCallback):  # type: ignore[misc]
+            def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+                _sync()
+                if state.global_step == timer.warmup:
+                    timer.t0, timer.tokens0 = time.perf_counter(), int(state.num_input_tokens_seen)
+                elif state.global_step > timer.warmup:
+                    timer.t1, timer.tokens1 = time.perf_counter(), int(state.num_input_tokens_seen)
+                    timer.steps = state.global_step - timer.warmup
+
+            def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+                if logs and "loss" in logs:
+                    timer.losses.append(float(logs["loss"]))
+
+        return _Cb()
+
+
+def _sync() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def peak_flops(override: float | None) -> tuple[float | None, str]:
+    import torch
+
+    if not torch.cuda.is_available():
+        return (override * 1e12 if override else None), "cpu"
+    name = torch.cuda.get_device_name(0)
+    if override:
+        return override * 1e12, name
+    for key, tflops in PEAK_TFLOPS.items():
+        if key in name:
+            return tflops * 1e12, name
+    return None, name
+
+
+def run_mode(
+    mode: str, model_dir: Path, ds: Any, shape: dict[str, Any], args: argparse.Namespace, work: Path
+) -> dict[str, Any]:
+    import torch
+
+    from judgegraph.finetune import SFTOptions, train_sft
+
+    cuda = torch.cuda.is_available() and not args.tiny
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    opts = SFTOptions(
+        method=mode,  # type: ignore[arg-type]
+        lora_r=16,
+        lora_alpha=32,
+        learning_rate=2e-4 if mode == "lora" else 1e-5,
+        warmup_steps=0,
+        max_steps=args.warmup + args.steps,
+        batch_size=args.batch,
+        max_length=args.seq_len,
+        packing=True,
+        bf16=cuda,
+        gradient_checkpointing=args.gradient_checkpointing,
+        logging_steps=1,
+        save_steps=10**9,
+        save_total_limit=1,
+    )
+    timer = Timer(args.warmup)
+    started = time.perf_counter()
+    train_sft(model_dir, ds, work / f"run-{mode}", options=opts, progress=False, callbacks=[timer.callback()])
+    wall = time.perf_counter() - started
+    if timer.t0 is None or timer.steps == 0:
+        raise RuntimeError(f"{mode}: no timed steps (warm-up {args.warmup}, steps {args.steps})")
+    if not any(loss > 0 for loss in timer.losses):
+        raise RuntimeError(f"{mode}: the loss stayed 0: completions were cut off at seq_len {args.seq_len}")
+    seconds = timer.t1 - timer.t0
+    tokens = timer.tokens1 - timer.tokens0
+    tok_s = tokens / seconds
+    n, layers, d = shape["matmul_params"], shape["num_hidden_layers"], shape["hidden_size"]
+    per_token = (6 if mode == "full" else 4) * n + 12 * layers * d * args.seq_len
+    peak, device = peak_flops(args.peak_tflops)
+    return {
+        "mode": mode,
+        "device": device,
+        "dtype": "bf16" if cuda else "fp32",
+        "batch": args.batch,
+        "seq_len": args.seq_len,
+        "gradient_checkpointing": args.gradient_checkpointing,
+        "timed_steps": timer.steps,
+        "step_s": seconds / timer.steps,
+        "tokens_per_s": tok_s,
+        "tokens_per_step": tokens / timer.steps,
+        "model_tflops_per_s": per_token * tok_s / 1e12,
+        "mfu": per_token * tok_s / peak if peak else None,
+        "peak_mem_gib": torch.cuda.max_memory_allocated() / 2**30 if cuda else None,
+        "wall_s": wall,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    import torch
+
+    if not args.tiny and not torch.cuda.is_available():
+        print("no CUDA GPU here: run with --tiny to check the path on CPU", file=sys.stderr)
+        return 2
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    bad = [m for m in modes if m not in ("lora", "full")]
+    if bad:
+        print(f"unknown mode(s) {bad}; use lora and/or full", file=sys.stderr)
+        return 2
+    total = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix="jg-ft-bench-"))
+    try:
+        t = time.perf_counter()
+        shape = build_model(work / "model", tiny=args.tiny)
+        print(
+            f"built {shape['params'] / 1e9:.3f}B-parameter Qwen2 from config in {time.perf_counter() - t:.0f} s",
+            flush=True,
+        )
+        # Enough examples for every step of the longest run, packed.
+        need = (args.warmup + args.steps) * args.batch * args.seq_len
+        ds = make_dataset(max(64, need // 350 + 64))
+        results = []
+        for mode in modes:
+            r = run_mode(mode, work / "model", ds, shape, args, work)
+            results.append(r)
+            mfu = f"{r['mfu']:.1%}" if r["mfu"] is not None else "n/a"
+            print(json.dumps(r), flush=True)
+            print(f"{mode}: {r['tokens_per_s']:,.0f} tokens/s, MFU {mfu}, step {r['step_s']:.3f} s", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("\n| mode | device | batch x seq | tokens/s | model TFLOP/s | MFU | peak mem GiB |")
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        mfu = f"{r['mfu']:.1%}" if r["mfu"] is not None else "n/a"
+        mem = f"{r['peak_mem_gib']:.1f}" if r["peak_mem_gib"] is not None else "n/a"
+        print(
+            f"| {r['mode']} | {r['device']} | {r['batch']} x {r['seq_len']} | {r['tokens_per_s']:,.0f} | "
+            f"{r['model_tflops_per_s']:.1f} | {mfu} | {mem} |"
+        )
+    print(f"\ntotal wall time {time.perf_counter() - total:.0f} s")
+    if args.out:
+        args.out.write_text(json.dumps({"shape": shape, "results": results}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
