@@ -198,7 +198,8 @@ def _figures(r: FlywheelReport) -> list[tuple[str, str, str]]:
     def pts(attr: str) -> list[tuple[float, float]]:
         return [(float(x.round), float(v)) for x in rows if (v := getattr(x, attr)) is not None]
 
-    x_range = (min(x.round for x in rows) - 0.5, max(x.round for x in rows) + 0.5)
+    first, last = min(x.round for x in rows), max(x.round for x in rows)
+    x_range = (first, last) if last > first else (first - 0.5, first + 0.5)
     agree = {
         "cascade": pts("cascade_agreement"),
         "local alone": pts("local_agreement"),
