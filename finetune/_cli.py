@@ -56,12 +56,21 @@ def train(
     resume: Annotated[bool, typer.Option("--resume", help="continue from the newest checkpoint in output_dir")] = False,
     checkpoint: Annotated[Path | None, typer.Option(help="continue from this checkpoint directory")] = None,
     progress: Annotated[bool, typer.Option(help="draw progress bars")] = True,
+    threads: Annotated[
+        int | None, typer.Option(help="CPU threads for torch; 1 is often fastest on a busy shared machine")
+    ] = None,
 ) -> None:
     """Train the head named in CONFIG, evaluate it on the held-out instructions, export it."""
     from ._config import ConfigError, load_config
     from ._pipeline import run_finetune
     from ._traces import TraceFormatError
 
+    if threads is not None:
+        if threads < 1:
+            raise _fail("--threads must be at least 1")
+        import torch
+
+        torch.set_num_threads(threads)
     try:
         cfg = load_config(config)
         report = run_finetune(

@@ -325,11 +325,13 @@ def _fit(
         loss.backward()
         return loss
 
-    loss = float(optim.step(closure).detach())  # type: ignore[no-untyped-call]
+    optim.step(closure)  # type: ignore[no-untyped-call]
+    with torch.no_grad():
+        logits = head.logits(anti2, sym2)
+        loss = float(torch.nn.functional.cross_entropy(logits, y2))
+        acc = float((logits.argmax(-1) == y2).float().mean())
     if not math.isfinite(loss):
         raise RuntimeError("probe training diverged (loss is not finite)")
-    with torch.no_grad():
-        acc = float((head.logits(anti2, sym2).argmax(-1) == y2).float().mean())
     if log is not None:
         log(f"probe head fitted: loss {loss:.4f}, training accuracy {acc:.3f} over {len(pairs)} pairs x 2 orders")
     probe.head = head

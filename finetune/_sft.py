@@ -162,11 +162,11 @@ def train_sft(
             task_type="CAUSAL_LM",
         )
     data = dataset.to_hf()
-    extra: dict[str, Any] = {}
-    if opts.gradient_checkpointing:
-        # transformers 5 renamed the option; older releases know only the old name.
-        fields = getattr(SFTConfig, "__dataclass_fields__", {})
-        extra["activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"] = True
+    # Always set explicitly: TRL turns checkpointing on by default. transformers 5
+    # renamed the option; older releases know only the old name.
+    fields = getattr(SFTConfig, "__dataclass_fields__", {})
+    name = "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
+    extra: dict[str, Any] = {name: opts.gradient_checkpointing}
     args = SFTConfig(
         **extra,
         output_dir=str(out),
