@@ -149,13 +149,15 @@ def _examples(
 ) -> tuple[list[dict[str, Any]], tuple[int, int] | None]:
     rows: list[dict[str, Any]] = []
     if opts.task == "pointwise":
+        for t in traces:
+            if not isinstance(t, PointwiseTrace):
+                raise ValueError(f"trace {t.id}: a pointwise head takes pointwise traces, got {t.kind}")
         scales = {t.scale for t in traces if isinstance(t, PointwiseTrace)}
         if len(scales) != 1:
             raise ValueError(f"pointwise traces must share one scale, found {sorted(scales)}")
         lo, hi = scales.pop()
         for t in traces:
-            if not isinstance(t, PointwiseTrace):
-                raise ValueError(f"trace {t.id}: a pointwise head takes pointwise traces, got {t.kind}")
+            assert isinstance(t, PointwiseTrace)
             ids = encode(tok, [t.instruction, t.response], opts.max_length)
             rows.append({"input_ids": ids, "labels": (t.score - lo) / (hi - lo)})
         return rows, (lo, hi)

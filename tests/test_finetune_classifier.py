@@ -175,3 +175,42 @@ def test_sequence_classifier_head_trains(
     assert after >= 0.8 and after > before + 0.2, (before, after)
     again = load_classifier(tmp_path / "clf" / "final")
     assert again.predict_proba(inputs[:1])[0] == pytest.approx(clf.predict_proba(inputs[:1])[0], abs=1e-5)
+
+
+def test_regression_head_on_a_decoder(tiny_model: Path, tmp_path: Path) -> None:
+    from judgegraph.finetune import PointwiseTrace, SequenceClassifier
+
+    traces = [
+        t for t in synthetic_traces(96, kind="pointwise", instructions=12, seed=3) if isinstance(t, PointwiseTrace)
+    ]
+    opts = ClassifierOptions(
+        task="pointwise",
+        max_length=64,
+        batch_size=16,
+        learning_rate=1e-3,
+        max_steps=40,
+        lr_scheduler_type="constant",
+        save_steps=1000,
+        logging_steps=10,
+    )
+    pairs = [(t.instruction, t.response) for t in traces]
+
+    def mae(model: SequenceClassifier) -> float:
+        return float(
+            sum(abs(p - t.score) for p, t in zip(model.predict_scores(pairs), traces, strict=True)) / len(traces)
+        )
+
+    start = train_classifier(
+        tiny_model,
+        traces,
+        tmp_path / "r0",
+        options=opts.model_copy(update={"max_steps": 1, "learning_rate": 1e-9}),
+        progress=False,
+    )
+    reg = train_classifier(tiny_model, traces, tmp_path / "r", options=opts, progress=False)
+    assert reg.scale == (1, 5) and reg.options.task == "pointwise"
+    assert mae(reg) < 0.6 * mae(start), (mae(start), mae(reg))
+    with pytest.raises(ValueError, match="regression head"):
+        reg.predict_proba([PairwiseInput(instruction="q", response_a="a", response_b="b")])
+    with pytest.raises(ValueError, match="pointwise head takes pointwise traces"):
+        train_classifier(tiny_model, synthetic_traces(4), tmp_path / "bad", options=opts, progress=False)
