@@ -196,7 +196,6 @@ def train_sft(
         model=model,
         args=args,
         train_dataset=data["train"],
-        eval_dataset=data["validation"] if len(data["validation"]) else None,
         processing_class=tok,
         peft_config=peft_config,
         callbacks=[rich_trainer_callback("sft", enabled=progress), *callbacks],
