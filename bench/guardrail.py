@@ -113,9 +113,8 @@ def _summary(reps: list[Rep]) -> dict[str, float]:
 
 
 async def _run(url: str | None, calls: int, reps: int, warmup: int) -> dict[str, float]:
-    from judgegraph.graphs import create_guardrail_graph
-
     from judgegraph import ScriptedBackend, create_pointwise_judge
+    from judgegraph.graphs import create_guardrail_graph
 
     client = None
     if url is not None:

@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import os
 
+from judgegraph import create_multiturn_judge, create_pairwise_judge, create_pointwise_judge
+from judgegraph._backend import Backend, BackendError, Capabilities, GenerateRequest, GenerateResult
 from judgegraph.graphs.batch import create_batch_graph
 from judgegraph.graphs.guardrail import create_guardrail_graph
 from judgegraph.graphs.multiturn import create_multiturn_graph
 from judgegraph.graphs.pairwise import create_pairwise_graph
 from judgegraph.graphs.pointwise import create_pointwise_graph
 from judgegraph.graphs.rubric import create_rubric_graph
-
-from judgegraph import create_multiturn_judge, create_pairwise_judge, create_pointwise_judge
-from judgegraph._backend import Backend, BackendError, Capabilities, GenerateRequest, GenerateResult
 from judgegraph.types import Pricing
 
 __all__ = ["EnvBackend", "batch", "guardrail", "multiturn", "pairwise", "pointwise", "rubric"]

@@ -7,12 +7,6 @@ import re
 from typing import Any
 
 import pytest
-from judgegraph.graphs import (
-    create_multiturn_graph,
-    create_pairwise_graph,
-    create_pointwise_graph,
-    create_rubric_graph,
-)
 
 from judgegraph import (
     BackendError,
@@ -30,6 +24,12 @@ from judgegraph import (
     create_multiturn_judge,
     create_pairwise_judge,
     create_pointwise_judge,
+)
+from judgegraph.graphs import (
+    create_multiturn_graph,
+    create_pairwise_graph,
+    create_pointwise_graph,
+    create_rubric_graph,
 )
 from judgegraph.types import Winner
 

@@ -10,14 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from judgegraph.graphs import (
-    ConversationVerdict,
-    GuardrailDecision,
-    ItemError,
-    TurnVerdict,
-    checkpoint_serde,
-    create_batch_graph,
-)
 
 from judgegraph import (
     BackendError,
@@ -31,6 +23,14 @@ from judgegraph import (
     Status,
     create_pairwise_judge,
     create_pointwise_judge,
+)
+from judgegraph.graphs import (
+    ConversationVerdict,
+    GuardrailDecision,
+    ItemError,
+    TurnVerdict,
+    checkpoint_serde,
+    create_batch_graph,
 )
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from judgegraph.graphs import create_batch_graph, create_guardrail_graph, create_pointwise_graph
 
 from judgegraph import GenerateRequest, ScriptedBackend, Status, create_pointwise_judge
 from judgegraph._cascade import Budget, LowConfidence, create_cascade_judge
 from judgegraph._ensemble import create_ensemble_judge
+from judgegraph.graphs import create_batch_graph, create_guardrail_graph, create_pointwise_graph
 
 ITEM = {"instruction": "Summarise the memo.", "response": "It asks for budgets by Friday."}
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 import pytest
-from judgegraph.graphs import GuardrailDecision, create_guardrail_graph
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
 from judgegraph import BackendError, GenerateRequest, ScriptedBackend, Status, create_pointwise_judge
+from judgegraph.graphs import GuardrailDecision, create_guardrail_graph
 
 ASK = {"instruction": "How do I reset my password?", "answer": "Click 'Forgot password'."}
 

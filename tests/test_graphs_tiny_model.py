@@ -7,14 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from judgegraph.graphs import (
-    create_batch_graph,
-    create_guardrail_graph,
-    create_multiturn_graph,
-    create_pairwise_graph,
-    create_pointwise_graph,
-    create_rubric_graph,
-)
 
 from judgegraph import (
     Criterion,
@@ -23,6 +15,14 @@ from judgegraph import (
     create_multiturn_judge,
     create_pairwise_judge,
     create_pointwise_judge,
+)
+from judgegraph.graphs import (
+    create_batch_graph,
+    create_guardrail_graph,
+    create_multiturn_graph,
+    create_pairwise_graph,
+    create_pointwise_graph,
+    create_rubric_graph,
 )
 
 
