@@ -17,6 +17,7 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -75,8 +76,10 @@ _PAIR = re.compile(
 )
 
 
-def _clean(text: str) -> tuple[str, list[int]]:
+def _clean(text: str) -> tuple[str, Sequence[int]]:
     """Drop invisible format characters; keep a map back to raw offsets."""
+    if text.isascii():  # no format characters below U+0080: skip the per-character walk
+        return text, range(len(text) + 1)
     kept: list[str] = []
     index: list[int] = []
     for i, ch in enumerate(text):
