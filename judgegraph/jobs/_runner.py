@@ -386,6 +386,29 @@ async def _drive(
         store.flush()
 
 
+def _claim(
+    preparer: RowPreparer, srow: Any, rec: _Recorder, claimed: set[str], rerun_failed: bool
+) -> PreparedRow | None:
+    """Prepare and record one source row; return it when it still needs judging.
+
+    An invalid row, a repeat of an input already claimed in this run (judged
+    once, recorded for both rows), or an item the store already holds is
+    recorded and skipped.
+    """
+    prep = preparer(srow)
+    rec.row(prep)
+    if prep.item is None:
+        return None
+    assert prep.item_hash is not None
+    if prep.item_hash in claimed:
+        rec.cached()
+        return None
+    if not rec.needs_judging(prep, rerun_failed):
+        return None
+    claimed.add(prep.item_hash)
+    return prep
+
+
 async def _drive_pool(
     preparer: RowPreparer,
     rows: Any,
@@ -406,19 +429,9 @@ async def _drive_pool(
     def next_item() -> PreparedRow | None:
         # Synchronous: no other worker runs between reading a row and claiming it.
         for srow in source:
-            prep = preparer(srow)
-            rec.row(prep)
-            if prep.item is None:
-                continue
-            assert prep.item_hash is not None
-            if prep.item_hash in inflight:
-                # The same input twice in a source: judged once, recorded for both rows.
-                rec.cached()
-                continue
-            if not rec.needs_judging(prep, rerun_failed):
-                continue
-            inflight.add(prep.item_hash)
-            return prep
+            prep = _claim(preparer, srow, rec, inflight, rerun_failed)
+            if prep is not None:
+                return prep
         return None
 
     async def worker() -> None:
@@ -471,17 +484,9 @@ async def _drive_batches(
         seen.clear()
 
     for srow in rows:
-        prep = preparer(srow)
-        rec.row(prep)
-        if prep.item is None:
+        prep = _claim(preparer, srow, rec, seen, rerun_failed)
+        if prep is None:
             continue
-        assert prep.item_hash is not None
-        if prep.item_hash in seen:
-            rec.cached()
-            continue
-        if not rec.needs_judging(prep, rerun_failed):
-            continue
-        seen.add(prep.item_hash)
         chunk.append(prep)
         if len(chunk) >= batch_size:
             await run_chunk()
