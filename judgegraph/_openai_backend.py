@@ -61,7 +61,10 @@ class OpenAIBackend:
                 )
 
             self._make_client = make
-            self._base_url = str(make().base_url)
+            # Built now so a missing key fails at construction; the first event
+            # loop that calls generate() takes it instead of building another.
+            self._unclaimed: Any = make()
+            self._base_url = str(self._unclaimed.base_url)
         else:
             self._base_url = str(client.base_url)
 
@@ -73,7 +76,8 @@ class OpenAIBackend:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            client = self._clients[loop] = self._make_client()
+            client, self._unclaimed = (self._unclaimed or self._make_client()), None
+            self._clients[loop] = client
         return client
 
     def __repr__(self) -> str:  # never show the key
