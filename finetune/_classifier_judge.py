@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any, cast
 
 from judgegraph._judge import BaseJudge, JudgeInputError, coerce_input
+from judgegraph._pairwise import SWAPPED_WINNER
 from judgegraph.types import PairwiseInput, PairwiseVerdict, Provenance, Status, SwapPolicy, Winner
 
 from ._scorer import PairScorer
 
 __all__ = ["ClassifierJudge", "create_classifier_judge", "load_classifier"]
 
-_FLIP: dict[str, Winner] = {"A": "B", "B": "A", "tie": "tie"}
 
 
 class ClassifierJudge(BaseJudge[PairwiseInput, PairwiseVerdict]):
@@ -106,7 +106,7 @@ class ClassifierJudge(BaseJudge[PairwiseInput, PairwiseVerdict]):
         prov = self._prov(scorer, Status.OK, latency)
         if second is None:
             return ab.model_copy(update={"provenance": prov})
-        ba = self._order({_FLIP[k]: p for k, p in zip(scorer.labels, second, strict=True)})
+        ba = self._order({SWAPPED_WINNER[k]: p for k, p in zip(scorer.labels, second, strict=True)})
         assert ab.distribution is not None and ba.distribution is not None
         mean = {k: (ab.distribution[k] + ba.distribution[k]) / 2 for k in ab.distribution}
         winner = _argmax(mean)

@@ -24,8 +24,8 @@ from langgraph.types import Checkpointer, Send
 from typing_extensions import TypedDict
 
 from judgegraph._judge import coerce_input, worst
-from judgegraph._pairwise import PairwiseJudge
-from judgegraph.types import PairwiseInput, PairwiseVerdict, Rubric, Status, SwapPolicy, Winner
+from judgegraph._pairwise import SWAPPED_WINNER, PairwiseJudge
+from judgegraph.types import PairwiseInput, PairwiseVerdict, Rubric, Status, SwapPolicy
 
 from ._context import JudgeContext, JudgeSpec, emit, lookup_judge
 from ._provenance import merge_provenance
@@ -33,7 +33,6 @@ from ._reducers import merge_or_reset
 
 __all__ = ["PairwiseGraphInput", "PairwiseGraphOutput", "PairwiseState", "create_pairwise_graph"]
 
-_FLIP: dict[str, Winner] = {"A": "B", "B": "A", "tie": "tie"}
 _LABELS = ("A/B", "B/A")
 
 
@@ -72,9 +71,9 @@ def _flip(v: PairwiseVerdict) -> PairwiseVerdict:
     """A verdict on the swapped pair, stated for the original order."""
     if v.winner is None:
         return v
-    dist = {_FLIP.get(k, k): p for k, p in v.distribution.items()} if v.distribution else None
+    dist = {SWAPPED_WINNER.get(k, k): p for k, p in v.distribution.items()} if v.distribution else None
     return v.model_copy(
-        update={"winner": _FLIP[v.winner], "score_a": v.score_b, "score_b": v.score_a, "distribution": dist}
+        update={"winner": SWAPPED_WINNER[v.winner], "score_a": v.score_b, "score_b": v.score_a, "distribution": dist}
     )
 
 

@@ -13,7 +13,8 @@ from .types import PairwiseInput, PairwiseVerdict, Status, SwapPolicy, Winner
 
 __all__ = ["PairwiseJudge", "create_pairwise_judge"]
 
-_FLIP: dict[str, Winner] = {"A": "B", "B": "A", "tie": "tie"}
+# The same verdict seen from the other answer order.
+SWAPPED_WINNER: dict[str, Winner] = {"A": "B", "B": "A", "tie": "tie"}
 
 
 class PairwiseJudge(BaseJudge[PairwiseInput, PairwiseVerdict]):
@@ -85,9 +86,9 @@ class PairwiseJudge(BaseJudge[PairwiseInput, PairwiseVerdict]):
         else:
             winner = o.parsed.value  # type: ignore[assignment]
         if swapped:
-            winner, score_a, score_b = _FLIP[winner], score_b, score_a
+            winner, score_a, score_b = SWAPPED_WINNER[winner], score_b, score_a
             if dist is not None:
-                dist = {_FLIP.get(str(k), k): v for k, v in dist.items()}
+                dist = {SWAPPED_WINNER.get(str(k), k): v for k, v in dist.items()}
         confidence = None
         choice_dist = None
         if dist is not None and not isinstance(o.parsed.value, tuple):
