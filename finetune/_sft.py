@@ -43,6 +43,20 @@ class SFTOptions(BaseModel):
     gradient_accumulation_steps: int = Field(default=1, ge=1)
     max_length: int = Field(default=2048, ge=16)
     packing: bool = False
+    packing_strategy: Literal["bfd", "wrapped"] = Field(
+        default="bfd",
+        description=(
+            "bfd: whole examples, each attending only to itself (exact; the batch is flattened into one row, "
+            "so without a varlen kernel attention cost grows with batch_size x max_length squared). "
+            "wrapped: fixed-length rows cut across examples, so an example can attend to its neighbours; "
+            "dense and fast with SDPA, for throughput runs"
+        ),
+    )
+    attn_implementation: str | None = Field(
+        default=None,
+        description="passed to from_pretrained: 'sdpa', 'eager', 'flex_attention', 'flash_attention_2'; None keeps "
+        "transformers' default",
+    )
     bf16: bool | None = None
     gradient_checkpointing: bool = False
     completion_only_loss: bool = True
@@ -99,8 +113,11 @@ def _load_model(model_path: str | Path, opts: SFTOptions, bf16: bool) -> Any:
     from transformers import AutoModelForCausalLM
 
     dtype = torch.bfloat16 if bf16 else torch.float32
+    kwargs: dict[str, Any] = {"dtype": dtype}
+    if opts.attn_implementation is not None:
+        kwargs["attn_implementation"] = opts.attn_implementation
     if opts.method != "qlora":
-        return AutoModelForCausalLM.from_pretrained(str(model_path), dtype=dtype)
+        return AutoModelForCausalLM.from_pretrained(str(model_path), **kwargs)
     if not torch.cuda.is_available():
         raise ValueError("method 'qlora' needs a CUDA GPU (4-bit bitsandbytes); use 'lora' on CPU")
     try:
@@ -116,7 +133,7 @@ def _load_model(model_path: str | Path, opts: SFTOptions, bf16: bool) -> Any:
         bnb_4bit_use_double_quant=True,
         bnb_4bit_compute_dtype=torch.bfloat16 if bf16 else torch.float32,
     )
-    model = AutoModelForCausalLM.from_pretrained(str(model_path), quantization_config=quant, dtype=dtype)
+    model = AutoModelForCausalLM.from_pretrained(str(model_path), quantization_config=quant, **kwargs)
     return prepare_model_for_kbit_training(  # type: ignore[no-untyped-call]
         model, use_gradient_checkpointing=opts.gradient_checkpointing
     )
@@ -181,6 +198,7 @@ def train_sft(
         weight_decay=opts.weight_decay,
         max_length=opts.max_length,
         packing=opts.packing,
+        packing_strategy=opts.packing_strategy,
         completion_only_loss=opts.completion_only_loss,
         bf16=bf16,
         logging_steps=opts.logging_steps,

@@ -216,3 +216,26 @@ def test_lora_merge_and_linear_merge(task: tuple[JudgeDataset, Path], trained: P
         merge_linear([trained, merged_dir], tmp_path / "bad", weights=[0.5, 0.6])
     with pytest.raises(ValueError, match="not a LoRA adapter"):
         merge_lora(trained, tmp_path / "nope")
+
+
+def test_packing_strategies_and_attention_choice(task: tuple[JudgeDataset, Path], tmp_path: Path) -> None:
+    from transformers import TrainerCallback
+
+    ds, base = task
+    seen: dict[str, str] = {}
+
+    class _Attn(TrainerCallback):  # type: ignore[misc]
+        def on_train_begin(self, args: object, state: object, control: object, **kw: object) -> None:
+            seen["attn"] = kw["model"].config._attn_implementation  # type: ignore[attr-defined]
+
+    common = {"method": "full", "batch_size": 2, "max_length": 128, "max_steps": 2, "save_steps": 1000}
+    # wrapped: every row is max_length tokens of real data, so the count is exact.
+    wrapped = SFTOptions(packing=True, packing_strategy="wrapped", attn_implementation="eager", **common)
+    r = train_sft(base, ds, tmp_path / "wrapped", options=wrapped, progress=False, callbacks=[_Attn()])
+    assert r.tokens_seen == 2 * 2 * 128
+    assert seen["attn"] == "eager"
+    # bfd keeps examples whole: rows end where an example would not fit, so fewer tokens.
+    bfd = SFTOptions(packing=True, packing_strategy="bfd", **common)
+    r = train_sft(base, ds, tmp_path / "bfd", options=bfd, progress=False, callbacks=[_Attn()])
+    assert r.tokens_seen is not None and 0 < r.tokens_seen < 2 * 2 * 128
+    assert seen["attn"] == "sdpa"
