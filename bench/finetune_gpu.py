@@ -7,16 +7,27 @@ prompts rendered from synthetic traces, once with LoRA (r=16, all linear
 layers) and once as full fine-tuning. Throughput is timed over the steps
 after a warm-up, from the trainer's own count of non-padding input tokens.
 
+Packing: by default rows are "wrapped" (batch x seq_len dense rows, SDPA's
+causal flash kernel), the layout the FLOP formula below assumes. "bfd" packs
+whole examples and is what exact judge training uses; TRL then flattens the
+batch into one row of batch x seq_len tokens with a block-diagonal mask, and
+SDPA computes attention over that whole row unless the model uses a varlen
+kernel (--attn flex_attention, or flash_attention_2 where flash-attn is
+installed). Run both to see what exactness costs on your kernels.
+
 MFU = model FLOPs per second / the GPU's dense bf16 peak. Model FLOPs per
 token (PaLM's convention, no recomputation counted):
     full SFT: 6 N + 12 L d s
     LoRA:     4 N + 12 L d s   (no weight gradients for the frozen matrices)
 with N the matmul parameters (all but the input embedding, lm_head included),
-L layers, d hidden size, s sequence length.
+L layers, d hidden size, s sequence length. tests/test_bench_finetune_gpu.py
+checks both against torch's FLOP counter; LoRA's own adapter FLOPs (about 2%
+at r=16 on this model) are left out, so LoRA's MFU is slightly understated.
 
     python bench/finetune_gpu.py                      # one H200: well under 10 minutes
     python bench/finetune_gpu.py --tiny               # CPU smoke run of the same path (fp32)
     python bench/finetune_gpu.py --modes lora --steps 40 --batch 16
+    python bench/finetune_gpu.py --modes full --packing bfd --attn flex_attention
 """
 
 from __future__ import annotations
@@ -65,6 +76,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first")
     p.add_argument("--batch", type=int, default=8, help="sequences per step")
     p.add_argument("--seq-len", type=int, default=2048, help="packed sequence length")
+    p.add_argument("--packing", choices=("wrapped", "bfd"), default="wrapped", help="TRL packing strategy")
+    p.add_argument("--attn", default="sdpa", help="attn_implementation: sdpa, flex_attention, flash_attention_2")
     p.add_argument("--gradient-checkpointing", action="store_true")
     p.add_argument("--peak-tflops", type=float, default=None, help="override the GPU's dense bf16 peak")
     p.add_argument("--out", type=Path, default=None, help="also write the results as JSON here")
@@ -96,13 +109,27 @@ def build_model(path: Path, *, tiny: bool) -> dict[str, Any]:
     model.save_pretrained(path)
     tok.save_pretrained(path)
     n_all = sum(p.numel() for p in model.parameters())
-    n_embed = model.get_input_embeddings().weight.numel()
-    # Tied embeddings: the same matrix is the lm_head, a matmul that counts.
-    n_matmul = n_all - n_embed + shapes["vocab_size"] * shapes["hidden_size"]
+    n_matmul = matmul_params(model, shapes)
     del model
     if cuda:
         torch.cuda.empty_cache()
     return {"params": n_all, "matmul_params": n_matmul, **shapes}
+
+
+def matmul_params(model: Any, shape: dict[str, Any]) -> int:
+    """Parameters that take part in a matmul per token: all but the input
+    embedding (a lookup), plus the lm_head, which a tied model shares with it."""
+    n_all = sum(p.numel() for p in model.parameters())
+    n_embed = model.get_input_embeddings().weight.numel()
+    head = model.get_output_embeddings().weight
+    n_head = head.numel() if head is model.get_input_embeddings().weight else 0
+    return int(n_all - n_embed + n_head)
+
+
+def flops_per_token(mode: str, *, matmul_params: int, layers: int, hidden: int, seq_len: int) -> float:
+    """Model FLOPs per trained token (PaLM's convention; see the module docstring)."""
+    weights = (6 if mode == "full" else 4) * matmul_params
+    return float(weights + 12 * layers * hidden * seq_len)
 
 
 def make_dataset(n_traces: int) -> Any:
@@ -189,6 +216,8 @@ def run_mode(
         batch_size=args.batch,
         max_length=args.seq_len,
         packing=True,
+        packing_strategy=args.packing,
+        attn_implementation=args.attn,
         bf16=cuda,
         gradient_checkpointing=args.gradient_checkpointing,
         logging_steps=1,
@@ -206,8 +235,13 @@ def run_mode(
     seconds = timer.t1 - timer.t0
     tokens = timer.tokens1 - timer.tokens0
     tok_s = tokens / seconds
-    n, layers, d = shape["matmul_params"], shape["num_hidden_layers"], shape["hidden_size"]
-    per_token = (6 if mode == "full" else 4) * n + 12 * layers * d * args.seq_len
+    per_token = flops_per_token(
+        mode,
+        matmul_params=shape["matmul_params"],
+        layers=shape["num_hidden_layers"],
+        hidden=shape["hidden_size"],
+        seq_len=args.seq_len,
+    )
     peak, device = peak_flops(args.peak_tflops)
     return {
         "mode": mode,
@@ -215,6 +249,8 @@ def run_mode(
         "dtype": "bf16" if cuda else "fp32",
         "batch": args.batch,
         "seq_len": args.seq_len,
+        "packing": args.packing,
+        "attn": args.attn,
         "gradient_checkpointing": args.gradient_checkpointing,
         "timed_steps": timer.steps,
         "step_s": seconds / timer.steps,
@@ -260,13 +296,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{mode}: {r['tokens_per_s']:,.0f} tokens/s, MFU {mfu}, step {r['step_s']:.3f} s", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("\n| mode | device | batch x seq | tokens/s | model TFLOP/s | MFU | peak mem GiB |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| mode | device | batch x seq | packing, attention | tokens/s | model TFLOP/s | MFU | peak mem GiB |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in results:
         mfu = f"{r['mfu']:.1%}" if r["mfu"] is not None else "n/a"
         mem = f"{r['peak_mem_gib']:.1f}" if r["peak_mem_gib"] is not None else "n/a"
         print(
-            f"| {r['mode']} | {r['device']} | {r['batch']} x {r['seq_len']} | {r['tokens_per_s']:,.0f} | "
+            f"| {r['mode']} | {r['device']} | {r['batch']} x {r['seq_len']} | {r['packing']}, {r['attn']} | "
+            f"{r['tokens_per_s']:,.0f} | "
             f"{r['model_tflops_per_s']:.1f} | {mfu} | {mem} |"
         )
     print(f"\ntotal wall time {time.perf_counter() - total:.0f} s")
