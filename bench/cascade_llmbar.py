@@ -80,9 +80,7 @@ async def _shuffled(judge: CascadeJudge, rep: LLMBarReplay, orders: int) -> tupl
     return statistics.fmean(accs), min(accs), max(accs)
 
 
-async def cascade_rows(
-    data: Path, subset: str, strategy: str, budget: float = 0.5, orders: int = 0
-) -> list[Row]:
+async def cascade_rows(data: Path, subset: str, strategy: str, budget: float = 0.5, orders: int = 0) -> list[Row]:
     strong_rep = _replay(data, subset, STRONG, strategy)
     strong = ReplayJudge(strong_rep.records)
     g_acc, g_strict, _ = await _score(strong, strong_rep)
@@ -278,6 +276,7 @@ async def main(data: Path, out: Path) -> None:
             )
             + "."
         )
+
         def names(rows: list[Row]) -> str:
             return "; ".join(f"{r.policy} ({r.strategy})" for r in rows) or "none"
 
@@ -335,8 +334,11 @@ async def main(data: Path, out: Path) -> None:
         ],
         "",
         f"Target accuracy 94.5%: {plan.recommendation}: "
-        + (f"`{plan.recommended.name}` ({_pct(plan.recommended.agreement)}, cost {plan.recommended.cost_per_item:.3f})."
-           if plan.recommended else "none."),
+        + (
+            f"`{plan.recommended.name}` ({_pct(plan.recommended.agreement)}, cost {plan.recommended.cost_per_item:.3f})."
+            if plan.recommended
+            else "none."
+        ),
         "",
         "## Calibrated escalation (Trust or Escalate)",
         "",

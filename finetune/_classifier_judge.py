@@ -24,7 +24,6 @@ from ._scorer import PairScorer
 __all__ = ["ClassifierJudge", "create_classifier_judge", "load_classifier"]
 
 
-
 class ClassifierJudge(BaseJudge[PairwiseInput, PairwiseVerdict]):
     """Judge pairs with a :class:`PairScorer` (an :class:`EncoderProbe` or a
     :class:`SequenceClassifier`). Same public API as the other judges:

@@ -166,9 +166,7 @@ EscalationPolicy: TypeAlias = Annotated[
 _ItemPolicy: TypeAlias = LowConfidence | SwapInconsistency | ScoreMargin | Abstain
 
 
-def decide_tier(
-    answers: Sequence[Result | str], policies: Sequence[EscalationPolicy]
-) -> list[tuple[bool, str]]:
+def decide_tier(answers: Sequence[Result | str], policies: Sequence[EscalationPolicy]) -> list[tuple[bool, str]]:
     """(escalate?, why) for each answer of one tier's batch.
 
     A failed answer (a result that is not ok, or the text of a crash) always

@@ -107,8 +107,12 @@ def plan(
     ],
     labels: Annotated[
         Path | None,
-        typer.Option("--labels", help="JSONL of {key, label}; default: the labels carried by the records",
-                     exists=True, dir_okay=False),
+        typer.Option(
+            "--labels",
+            help="JSONL of {key, label}; default: the labels carried by the records",
+            exists=True,
+            dir_okay=False,
+        ),
     ] = None,
     cost: Annotated[list[str] | None, typer.Option("--cost", help="JUDGE=COST per item (repeatable)")] = None,
     target: Annotated[float | None, typer.Option("--target", help="target agreement, e.g. 0.95")] = None,

@@ -265,8 +265,14 @@ class EnsembleJudge(CompositeJudge):
         scored = [(r, w) for r, w in ok if isinstance(r, PointwiseScore)]
         scales = {r.scale for r, _ in scored}
         if len(scales) > 1:
-            return self._failed(results, records, Status.ERROR, f"members scored on different scales: {sorted(scales)}",
-                                pairwise=False, scale=scored[0][0].scale)
+            return self._failed(
+                results,
+                records,
+                Status.ERROR,
+                f"members scored on different scales: {sorted(scales)}",
+                pairwise=False,
+                scale=scored[0][0].scale,
+            )
         return self._pointwise(scored, results, records)
 
     def _shares(self, votes: list[tuple[str, float]]) -> dict[str, float]:

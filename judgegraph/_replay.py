@@ -197,8 +197,13 @@ class ReplayJudge(BaseJudge[Any, Any]):
 
     def _prov(self, recorded: Provenance | None, status: Status) -> Provenance:
         base = recorded or Provenance(
-            judge=str(self.name), backend="replay", model=str(self.name),
-            template_id="replay", template_version=1, latency_s=0.0, status=status,
+            judge=str(self.name),
+            backend="replay",
+            model=str(self.name),
+            template_id="replay",
+            template_version=1,
+            latency_s=0.0,
+            status=status,
         )
         update: dict[str, Any] = {}
         if self.cost_usd is not None:
@@ -220,9 +225,7 @@ def create_replay_judge(
     """A replay judge from records, or from a JSONL file path."""
     if isinstance(records, str | Path):
         records = read_verdicts(records)
-    return ReplayJudge(
-        records, judge=judge, name=name, cost_usd=cost_usd, latency_s=latency_s, input_model=input_model
-    )
+    return ReplayJudge(records, judge=judge, name=name, cost_usd=cost_usd, latency_s=latency_s, input_model=input_model)
 
 
 # ---------------------------------------------------------------- LLMBar
@@ -262,8 +265,12 @@ def llmbar_replay(run: LLMBarRun, *, on_inconsistent: Literal["tie", "flag"] = "
     order without a verdict makes the result unparsed.
     """
     prov = Provenance(
-        judge=run.evaluator, backend="replay", model=run.evaluator,
-        template_id=f"llmbar-{run.strategy}", template_version=1, latency_s=0.0,
+        judge=run.evaluator,
+        backend="replay",
+        model=run.evaluator,
+        template_id=f"llmbar-{run.strategy}",
+        template_version=1,
+        latency_s=0.0,
     )
     items: list[PairwiseInput] = []
     records: list[VerdictRecord] = []
@@ -278,8 +285,12 @@ def llmbar_replay(run: LLMBarRun, *, on_inconsistent: Literal["tie", "flag"] = "
         items.append(item)
         records.append(VerdictRecord(key=item_key(item), judge=run.evaluator, result=verdict, label=j.item.gold_winner))
     return LLMBarReplay(
-        subset=run.subset, evaluator=run.evaluator, strategy=run.strategy,
-        items=tuple(items), records=tuple(records), skipped=tuple(skipped),
+        subset=run.subset,
+        evaluator=run.evaluator,
+        strategy=run.strategy,
+        items=tuple(items),
+        records=tuple(records),
+        skipped=tuple(skipped),
     )
 
 

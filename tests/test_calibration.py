@@ -123,8 +123,10 @@ def test_calibrate_tier_from_results_and_labels() -> None:
     labels = ["A"] * 200
     cal = calibrate_tier(results, labels, alpha=0.15, delta=0.1)
     expected = reference_threshold(
-        [c for i, c in enumerate(conf) if i != 0] + [-1.0], [a for i, a in enumerate(agrees) if i != 0] + [False],
-        0.15, 0.1,
+        [c for i, c in enumerate(conf) if i != 0] + [-1.0],
+        [a for i, a in enumerate(agrees) if i != 0] + [False],
+        0.15,
+        0.1,
     )
     assert cal.threshold == expected and cal.n == 200
     with pytest.raises(ValueError, match=r"labels\[3\]"):

@@ -136,8 +136,9 @@ async def test_low_confidence_threshold_on_token_probabilities() -> None:
 async def test_missing_confidence_escalates() -> None:
     weak_b = choice_backend({0: "A"})  # no logprobs: single order gives no confidence
     strong_b = choice_backend({0: "B"})
-    cascade = create_cascade_judge([chooser(weak_b, "weak", both=False), chooser(strong_b, "strong")],
-                                   escalate=LowConfidence(threshold=0.5))
+    cascade = create_cascade_judge(
+        [chooser(weak_b, "weak", both=False), chooser(strong_b, "strong")], escalate=LowConfidence(threshold=0.5)
+    )
     v = await cascade.ajudge(pair(0))
     assert v.decided_by == "strong" and v.tiers[0].reason == "no confidence to compare with 0.5"
 
@@ -199,8 +200,9 @@ async def test_budget_escalates_the_least_confident_share_of_the_batch() -> None
     probs = {0: 0.9, 1: 0.6, 2: 0.99, 3: 0.7, 4: 0.6, 5: 0.95, 6: 0.8, 7: 0.85, 8: 0.75, 9: 0.97}
     weak_b = choice_backend(dict.fromkeys(probs, "A"), probs=probs)
     strong_b = choice_backend(dict.fromkeys(probs, "B"))
-    cascade = create_cascade_judge([chooser(weak_b, "weak", both=False), chooser(strong_b, "strong", both=False)],
-                                   escalate=Budget(fraction=0.3))
+    cascade = create_cascade_judge(
+        [chooser(weak_b, "weak", both=False), chooser(strong_b, "strong", both=False)], escalate=Budget(fraction=0.3)
+    )
     out = await cascade.ajudge_many([pair(i) for i in probs])
     lowest3 = sorted(probs, key=lambda i: (probs[i], i))[:3]
     assert sorted(lowest3) == [1, 3, 4]
@@ -216,8 +218,9 @@ async def test_budget_counts_failed_items_first() -> None:
     probs = {i: 0.6 + i / 100 for i in range(10)}
     weak_b = choice_backend(dict.fromkeys(probs, "A"), probs=probs, down={7, 8})
     strong_b = choice_backend(dict.fromkeys(probs, "B"))
-    cascade = create_cascade_judge([chooser(weak_b, "weak", both=False), chooser(strong_b, "strong", both=False)],
-                                   escalate=Budget(fraction=0.3))
+    cascade = create_cascade_judge(
+        [chooser(weak_b, "weak", both=False), chooser(strong_b, "strong", both=False)], escalate=Budget(fraction=0.3)
+    )
     out = await cascade.ajudge_many([pair(i) for i in probs])
     assert items_seen(strong_b) == [0, 7, 8]  # two failures plus the one least confident item
     assert out[7].tiers[0].reason.startswith("failed (error): order A/B: endpoint down for item 7")
@@ -321,8 +324,11 @@ def test_bad_configuration_is_refused() -> None:
 def test_policies_round_trip_as_json() -> None:
     adapter: TypeAdapter[list[EscalationPolicy]] = TypeAdapter(list[EscalationPolicy])
     policies = [
-        LowConfidence(threshold=0.8, measure="entropy"), SwapInconsistency(), ScoreMargin(min_margin=2),
-        Budget(fraction=0.5, rank_by="margin"), Abstain(reason="not calibrated"),
+        LowConfidence(threshold=0.8, measure="entropy"),
+        SwapInconsistency(),
+        ScoreMargin(min_margin=2),
+        Budget(fraction=0.5, rank_by="margin"),
+        Abstain(reason="not calibrated"),
     ]
     assert adapter.validate_json(adapter.dump_json(policies)) == policies
 
@@ -341,8 +347,10 @@ class Ctx:
 async def test_budget_cascade_as_a_batch_node_and_via_abatch() -> None:
     probs = {i: 0.5 + i / 20 for i in range(4)}
     cascade = create_cascade_judge(
-        [PairwiseJudge("weak", template="pairwise-choice", swap=SwapPolicy(mode="single"), name="weak"),
-         PairwiseJudge("strong", template="pairwise-choice", swap=SwapPolicy(mode="single"), name="strong")],
+        [
+            PairwiseJudge("weak", template="pairwise-choice", swap=SwapPolicy(mode="single"), name="weak"),
+            PairwiseJudge("strong", template="pairwise-choice", swap=SwapPolicy(mode="single"), name="strong"),
+        ],
         escalate=Budget(fraction=0.5),
     )
     ctx = Ctx(
@@ -363,10 +371,12 @@ async def test_a_jury_can_be_a_tier_and_bad_items_stay_in_place() -> None:
     from judgegraph import JudgeInputError
     from judgegraph._ensemble import EnsembleJudge
 
-    split = EnsembleJudge([
-        chooser(choice_backend({0: "A", 1: "A"}), "yes", both=False),
-        chooser(choice_backend({0: "A", 1: "B"}), "maybe", both=False),
-    ])
+    split = EnsembleJudge(
+        [
+            chooser(choice_backend({0: "A", 1: "A"}), "yes", both=False),
+            chooser(choice_backend({0: "A", 1: "B"}), "maybe", both=False),
+        ]
+    )
     strong_b = choice_backend({0: "B", 1: "B"})
     cascade = CascadeJudge([Tier(split, LowConfidence(threshold=0.75)), chooser(strong_b, "strong")])  # type: ignore[arg-type]
     agreed, bad, disputed = await cascade.ajudge_many([pair(0), {"instruction": "no answers"}, pair(1)])

@@ -56,7 +56,9 @@ async def test_majority_vote_and_agreement_as_confidence() -> None:
     assert v.confidence == pytest.approx(2 / 3)
     assert v.distribution == pytest.approx({"A": 2 / 3, "B": 1 / 3, "tie": 0.0})
     assert [(m.judge, m.verdict, m.status) for m in v.members] == [
-        ("j1", "A", Status.OK), ("j2", "A", Status.OK), ("j3", "B", Status.OK)
+        ("j1", "A", Status.OK),
+        ("j2", "A", Status.OK),
+        ("j3", "B", Status.OK),
     ]
 
 
@@ -205,8 +207,9 @@ class Ctx:
 
 
 async def test_jury_as_a_langgraph_node_with_backends_from_context() -> None:
-    jury = EnsembleJudge([PointwiseJudge("local", name="local"), PointwiseJudge("remote", name="remote")],
-                         aggregation="mean")
+    jury = EnsembleJudge(
+        [PointwiseJudge("local", name="local"), PointwiseJudge("remote", name="remote")], aggregation="mean"
+    )
     g: StateGraph[State, Ctx, State, State] = StateGraph(State, context_schema=Ctx)
     g.add_node("judge", create_judge_node(jury))
     g.add_edge(START, "judge")

@@ -249,8 +249,11 @@ async def test_multiturn_turn_sees_only_earlier_turns_and_reference_only_at_the_
     await create_multiturn_graph(turn_policy="min").ainvoke(
         {"messages": CHAT, "reference": "Rome"}, context=chat_context(backend)
     )
-    by_turn = {re.search(r"begin response⟧\n(.*?)\n", _user(c)).group(1): _user(c)  # type: ignore[union-attr]
-               for c in backend.calls if "begin response⟧" in _user(c)}
+    by_turn = {
+        re.search(r"begin response⟧\n(.*?)\n", _user(c)).group(1): _user(c)  # type: ignore[union-attr]
+        for c in backend.calls
+        if "begin response⟧" in _user(c)
+    }
     assert "Milan." not in by_turn["Paris."] and "Sure?" not in by_turn["Milan."]
     assert "begin reference" not in by_turn["Paris."] and "begin reference" in by_turn["Sorry: Rome."]
 

@@ -58,5 +58,3 @@ async def test_batch_graph_with_an_ensemble_and_a_batch_only_cascade() -> None:
     )
     with pytest.raises(ValueError, match="create_batch_judge_node"):
         await create_batch_graph().ainvoke({"items": [ITEM]}, context={"judge": ranked, "a": fixed(4), "b": fixed(4)})
-
-

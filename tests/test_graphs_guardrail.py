@@ -144,9 +144,7 @@ async def test_revision_count_restarts_on_each_run_of_a_thread() -> None:
 
 async def test_decisions_stream_on_the_custom_channel() -> None:
     graph = create_guardrail_graph(threshold=4, fail_policy="closed", reviser=add_email_step)
-    events = [
-        e async for e in graph.astream(ASK, context=ctx(ScriptedBackend(grade_by_answer)), stream_mode="custom")
-    ]
+    events = [e async for e in graph.astream(ASK, context=ctx(ScriptedBackend(grade_by_answer)), stream_mode="custom")]
     assert [e["decision"].action for e in events] == ["revise", "pass"]
     assert all(isinstance(e["decision"], GuardrailDecision) for e in events)
 

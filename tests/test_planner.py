@@ -84,8 +84,14 @@ def test_unreachable_target_and_no_target() -> None:
 def test_costs_default_to_recorded_cost_and_are_checked() -> None:
     prov = Provenance(judge="j", backend="b", model="m", template_id="t", template_version=1, latency_s=0.0)
     recs = [
-        VerdictRecord(key=k, judge="priced", result=verdict("A", 1.0).model_copy(update={"provenance": prov.model_copy(
-            update={"cost_usd": 0.002 * (i % 2 + 1)})}), label="A")
+        VerdictRecord(
+            key=k,
+            judge="priced",
+            result=verdict("A", 1.0).model_copy(
+                update={"provenance": prov.model_copy(update={"cost_usd": 0.002 * (i % 2 + 1)})}
+            ),
+            label="A",
+        )
         for i, k in enumerate(KEYS)
     ]
     plan = plan_cascades(recs)
@@ -105,12 +111,17 @@ def test_missing_recording_counts_as_a_failure() -> None:
     one = simulate_cascade([PlannedTier(judge="small")], results, labels, costs=COSTS)
     assert one.failed == pytest.approx(1 / N) and one.agreement == pytest.approx(19 / 40)
     gate = (LowConfidence(threshold=0.5),)
-    two = simulate_cascade([PlannedTier(judge="small", escalate=gate), PlannedTier(judge="big")], results, labels,
-                           costs=COSTS)
+    two = simulate_cascade(
+        [PlannedTier(judge="small", escalate=gate), PlannedTier(judge="big")], results, labels, costs=COSTS
+    )
     assert two.reach == (1.0, pytest.approx(1 / N))  # only the missing item goes up: every confidence is >= 0.6
     # Verdicts judged in one order say nothing about swap consistency, so that policy sends them all up.
-    swap = simulate_cascade([PlannedTier(judge="small", escalate=(SwapInconsistency(),)), PlannedTier(judge="big")],
-                            results, labels, costs=COSTS)
+    swap = simulate_cascade(
+        [PlannedTier(judge="small", escalate=(SwapInconsistency(),)), PlannedTier(judge="big")],
+        results,
+        labels,
+        costs=COSTS,
+    )
     assert swap.reach == (1.0, 1.0)
 
 
@@ -127,11 +138,14 @@ async def replayed(
 @given(
     data=st.lists(
         st.tuples(
-            st.sampled_from(["A", "B", "tie", None]), st.sampled_from([0.5, 0.7, 0.9, 1.0]),
-            st.sampled_from(["A", "B", None]), st.sampled_from([0.6, 1.0]),
+            st.sampled_from(["A", "B", "tie", None]),
+            st.sampled_from([0.5, 0.7, 0.9, 1.0]),
+            st.sampled_from(["A", "B", None]),
+            st.sampled_from([0.6, 1.0]),
             st.sampled_from(["A", "B"]),
         ),
-        min_size=N, max_size=N,
+        min_size=N,
+        max_size=N,
     )
 )
 def test_planner_numbers_equal_live_replayed_cascades(
@@ -183,8 +197,10 @@ def test_llmbar_swap_policy_matches_the_raw_files(shared_data: Path) -> None:
 
     def raw(ev: str) -> list[tuple[str, str, int]]:
         rows = json.loads((root / "LLMBar/Natural/evaluators" / ev / "Vanilla/result.json").read_text())
-        return [(r["results"][-1]["swap = False"]["winner"], r["results"][-1]["swap = True"]["winner"], r["label"])
-                for r in rows]
+        return [
+            (r["results"][-1]["swap = False"]["winner"], r["results"][-1]["swap = True"]["winner"], r["label"])
+            for r in rows
+        ]
 
     weak, strong = raw("ChatGPT"), raw("GPT-4")
     up = [w1 != w2 or w1 is None for w1, w2, _ in weak]
