@@ -80,6 +80,13 @@ async def _shuffled(judge: CascadeJudge, rep: LLMBarReplay, orders: int) -> tupl
     return statistics.fmean(accs), min(accs), max(accs)
 
 
+def _recommended(plan: Any) -> str:
+    rec = plan.recommended
+    if rec is None:
+        return "none."
+    return f"`{rec.name}` ({_pct(rec.agreement)}, cost {rec.cost_per_item:.3f})."
+
+
 async def cascade_rows(data: Path, subset: str, strategy: str, budget: float = 0.5, orders: int = 0) -> list[Row]:
     strong_rep = _replay(data, subset, STRONG, strategy)
     strong = ReplayJudge(strong_rep.records)
@@ -333,12 +340,7 @@ async def main(data: Path, out: Path) -> None:
             for p in plan.frontier
         ],
         "",
-        f"Target accuracy 94.5%: {plan.recommendation}: "
-        + (
-            f"`{plan.recommended.name}` ({_pct(plan.recommended.agreement)}, cost {plan.recommended.cost_per_item:.3f})."
-            if plan.recommended
-            else "none."
-        ),
+        f"Target accuracy 94.5%: {plan.recommendation}: {_recommended(plan)}",
         "",
         "## Calibrated escalation (Trust or Escalate)",
         "",
