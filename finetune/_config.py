@@ -42,6 +42,8 @@ batch_size = 8
 # bf16 = true                  # default: on where the GPU supports it, off on CPU
 # gradient_checkpointing = true
 # packing = true
+# packing_strategy = "bfd"     # whole examples (exact); "wrapped" crosses example boundaries (fast on SDPA)
+# attn_implementation = "flash_attention_2"   # a varlen kernel makes bfd packing fast; needs flash-attn
 
 [classifier]
 labels = 3
