@@ -9,8 +9,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 pyver="${1:-3.12}"
 dest="${WHEEL_DIR:-.whl}"
-if [ "$dest" = ".whl" ] && ! grep -qxF '/.whl/' .git/info/exclude; then
-    echo '/.whl/' >>.git/info/exclude
+exclude="$(git rev-parse --git-path info/exclude)"
+mkdir -p "$(dirname "$exclude")" && touch "$exclude"
+if [ "$dest" = ".whl" ] && ! grep -qxF '/.whl/' "$exclude"; then
+    echo '/.whl/' >>"$exclude"
 fi
 rm -rf "$dest"
 mkdir -p "$dest"
