@@ -394,6 +394,20 @@ def test_constant_confidence_ece_is_accuracy_gap() -> None:
     assert expected_calibration_error([0.95] * 10, hits) == pytest.approx(0.95 - 0.7)
 
 
+def test_calibration_policies_with_explicit_confidences() -> None:
+    preds = [ok("A"), UNPARSED, ok("B"), ok("A")]
+    gold = ["A", "tie", "A", "A"]
+    conf = [0.9, 0.7, 0.6, None]
+    excluded = calibration(preds, gold, confidences=conf, unparsed="exclude")
+    assert (excluded.accuracy, excluded.mean_confidence) == (pytest.approx(0.5), pytest.approx(0.75))
+    assert excluded.counts.used == 2 and excluded.counts.excluded == 2 and excluded.n_without_confidence == 1
+    # "wrong": the unparsed item stays, incorrect; "tie": it is read as a tie, which the gold label is.
+    wrong = calibration(preds, gold, confidences=conf, unparsed="wrong")
+    assert wrong.accuracy == pytest.approx(1 / 3) and wrong.counts.used == 3 and wrong.counts.unparsed == 1
+    tie = calibration(preds, gold, confidences=conf, unparsed="tie")
+    assert tie.accuracy == pytest.approx(2 / 3) and tie.mean_confidence == pytest.approx((0.9 + 0.7 + 0.6) / 3)
+
+
 def test_calibration_from_results_counts_missing_confidence() -> None:
     preds = [ok("A", 0.9), ok("B", 0.8), ok("A"), UNPARSED, ok("tie", 0.6), ok("A", 0.99)]
     gold = ["A", "A", "A", "B", "tie", "A"]

@@ -19,7 +19,17 @@ from pydantic import Field
 
 from ..types import PairwiseVerdict
 from ._correlation import CorrelationResult, correlation
-from ._inputs import Failure, ItemCounts, MetricResult, UnparsedPolicy, _Model, check_policy, extract, resolve
+from ._inputs import (
+    Failure,
+    ItemCounts,
+    MetricResult,
+    UnparsedPolicy,
+    _Model,
+    check_policy,
+    extract,
+    resolve,
+    resolve_columns,
+)
 
 __all__ = [
     "LengthBiasResult",
@@ -253,35 +263,16 @@ def swap_accuracy(
         first_list, second_list = list(predictions), list(second)
     if not len(first_list) == len(second_list) == len(references):
         raise ValueError("both orders and references must be equally long")
-    kept_f: list[Any] = []
-    kept_s: list[Any] = []
-    hits_f: list[bool] = []
-    hits_s: list[bool] = []
-    n_unparsed = n_error = n_excluded = 0
-    for f_raw, s_raw, r_raw in zip(first_list, second_list, references, strict=True):
-        f, s, r = extract(f_raw), extract(s_raw), extract(r_raw)
-        if any(isinstance(v, Failure) for v in (f, s, r)):
-            if Failure.ERROR in (f, s, r):
-                n_error += 1
-            else:
-                n_unparsed += 1
-            if policy == "exclude":
-                n_excluded += 1
-                continue
-            if policy == "tie":
-                f, s, r = (tie_label if isinstance(v, Failure) else v for v in (f, s, r))
-        kept_f.append(f)
-        kept_s.append(s)
-        hits_f.append(not isinstance(f, Failure) and not isinstance(r, Failure) and f == r)
-        hits_s.append(not isinstance(s, Failure) and not isinstance(r, Failure) and s == r)
-    counts = ItemCounts(
-        policy=policy,
-        total=len(first_list),
-        used=len(hits_f),
-        unparsed=n_unparsed,
-        error=n_error,
-        excluded=n_excluded,
-    )
+    res = resolve_columns([first_list, second_list, references], unparsed=policy, tie_label=tie_label)
+    kept_f, kept_s, refs = res.columns
+
+    def hit(v: Any, r: Any) -> bool:
+        # Under "wrong" a failed value is still a Failure marker here: incorrect, per order.
+        return not isinstance(v, Failure) and not isinstance(r, Failure) and v == r
+
+    hits_f = [hit(f, r) for f, r in zip(kept_f, refs, strict=True)]
+    hits_s = [hit(s, r) for s, r in zip(kept_s, refs, strict=True)]
+    counts = res.counts
 
     def rate(hits: list[bool]) -> float | None:
         return float(np.mean(hits)) if hits else None

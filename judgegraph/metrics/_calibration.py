@@ -14,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from ._inputs import Failure, ItemCounts, ScoreField, UnparsedPolicy, _Model, check_policy, extract
+from ._inputs import ItemCounts, ScoreField, UnparsedPolicy, _Model, check_policy, resolve_columns
 
 __all__ = [
     "CalibrationResult",
@@ -148,41 +148,18 @@ def calibration(
     conf_in = list(confidences) if confidences is not None else [_confidence(v) for v in predictions]
     if len(conf_in) != len(predictions):
         raise ValueError("confidences must be as long as predictions")
+    res = resolve_columns([predictions, references], unparsed=policy, tie_label=tie_label, score_field=score_field)
     conf: list[float] = []
     hit: list[float] = []
-    n_unparsed = n_error = n_excluded = n_noconf = 0
-    for p_raw, r_raw, c in zip(predictions, references, conf_in, strict=True):
-        p = extract(p_raw, score_field=score_field)
-        r = extract(r_raw, score_field=score_field)
-        failed = isinstance(p, Failure) or isinstance(r, Failure)
-        if failed:
-            if Failure.ERROR in (p, r):
-                n_error += 1
-            else:
-                n_unparsed += 1
-            if policy == "exclude":
-                n_excluded += 1
-                continue
+    n_noconf = 0
+    for i, p, r, failed in zip(res.index, *res.columns, res.wrong, strict=True):
+        c = conf_in[i]
         if c is None or (isinstance(c, float) and math.isnan(c)):
             n_noconf += 1
-            n_excluded += 1
             continue
-        if failed and policy == "wrong":
-            ok = False
-        else:
-            p = tie_label if isinstance(p, Failure) else p
-            r = tie_label if isinstance(r, Failure) else r
-            ok = p == r
         conf.append(float(c))
-        hit.append(float(ok))
-    counts = ItemCounts(
-        policy=policy,
-        total=len(predictions),
-        used=len(conf),
-        unparsed=n_unparsed,
-        error=n_error,
-        excluded=n_excluded,
-    )
+        hit.append(float(not failed and p == r))
+    counts = res.counts.model_copy(update={"used": len(conf), "excluded": res.counts.excluded + n_noconf})
     bins = reliability_curve(conf, hit, n_bins=n_bins, strategy=strategy)
     gaps = [
         abs(b.accuracy - b.mean_confidence) for b in bins if b.accuracy is not None and b.mean_confidence is not None

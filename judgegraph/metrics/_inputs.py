@@ -26,12 +26,14 @@ __all__ = [
     "ItemCounts",
     "MetricResult",
     "Resolved",
+    "ResolvedColumns",
     "UnparsedPolicy",
     "check_policy",
     "encode",
     "extract",
     "label_order",
     "resolve",
+    "resolve_columns",
 ]
 
 UnparsedPolicy = Literal["exclude", "wrong", "tie"]
@@ -125,6 +127,70 @@ class Resolved:
     counts: ItemCounts
 
 
+@dataclass(frozen=True)
+class ResolvedColumns:
+    """Rows kept under the policy, column by column, with their original positions
+    (``index``) so that values outside the columns, such as confidences, stay aligned."""
+
+    columns: list[list[Any]]
+    index: list[int]
+    wrong: list[bool]
+    counts: ItemCounts
+
+
+def resolve_columns(
+    columns: Sequence[Sequence[Any]],
+    *,
+    unparsed: UnparsedPolicy,
+    tie_label: Any = "tie",
+    score_field: ScoreField = "score",
+    drop_ties: bool = False,
+    allowed: Sequence[str] = UNPARSED_POLICIES,
+    why: str = "",
+) -> ResolvedColumns:
+    """Apply ``unparsed`` to aligned columns: an item failed when any of its values failed,
+    and the policy then acts on the whole item (see ``ItemCounts``)."""
+    policy = check_policy(unparsed, allowed=allowed, why=why)
+    if len({len(c) for c in columns}) > 1:
+        raise ValueError(f"columns differ in length: {[len(c) for c in columns]}")
+    out: list[list[Any]] = [[] for _ in columns]
+    index: list[int] = []
+    wrong: list[bool] = []
+    n_unparsed = n_error = n_excluded = n_ties = 0
+    for i, raw in enumerate(zip(*columns, strict=True)):
+        values = [extract(v, score_field=score_field) for v in raw]
+        failed = any(isinstance(v, Failure) for v in values)
+        if failed:
+            if any(v is Failure.ERROR for v in values):
+                n_error += 1
+            else:
+                n_unparsed += 1
+            if policy == "exclude":
+                n_excluded += 1
+                continue
+            if policy == "tie":
+                values = [tie_label if isinstance(v, Failure) else v for v in values]
+                failed = False
+        if drop_ties and any(not isinstance(v, Failure) and v == tie_label for v in values):
+            n_excluded += 1
+            n_ties += 1
+            continue
+        for column, v in zip(out, values, strict=True):
+            column.append(v)
+        index.append(i)
+        wrong.append(failed)
+    counts = ItemCounts(
+        policy=policy,
+        total=len(columns[0]) if columns else 0,
+        used=len(index),
+        unparsed=n_unparsed,
+        error=n_error,
+        excluded=n_excluded,
+        dropped_ties=n_ties,
+    )
+    return ResolvedColumns(out, index, wrong, counts)
+
+
 def resolve(
     left: Sequence[Any],
     right: Sequence[Any],
@@ -137,46 +203,19 @@ def resolve(
     why: str = "",
 ) -> Resolved:
     """Align two equally long sequences under ``unparsed`` (see ``ItemCounts``)."""
-    policy = check_policy(unparsed, allowed=allowed, why=why)
+    check_policy(unparsed, allowed=allowed, why=why)
     if len(left) != len(right):
         raise ValueError(f"length mismatch: {len(left)} predictions but {len(right)} references")
-    out_l: list[Any] = []
-    out_r: list[Any] = []
-    wrong: list[bool] = []
-    n_unparsed = n_error = n_excluded = n_ties = 0
-    for a_raw, b_raw in zip(left, right, strict=True):
-        a = extract(a_raw, score_field=score_field)
-        b = extract(b_raw, score_field=score_field)
-        failed = isinstance(a, Failure) or isinstance(b, Failure)
-        if failed:
-            if Failure.ERROR in (a, b):
-                n_error += 1
-            else:
-                n_unparsed += 1
-            if policy == "exclude":
-                n_excluded += 1
-                continue
-            if policy == "tie":
-                a = tie_label if isinstance(a, Failure) else a
-                b = tie_label if isinstance(b, Failure) else b
-                failed = False
-        if drop_ties and any(not isinstance(v, Failure) and v == tie_label for v in (a, b)):
-            n_excluded += 1
-            n_ties += 1
-            continue
-        out_l.append(a)
-        out_r.append(b)
-        wrong.append(failed)
-    counts = ItemCounts(
-        policy=policy,
-        total=len(left),
-        used=len(out_l),
-        unparsed=n_unparsed,
-        error=n_error,
-        excluded=n_excluded,
-        dropped_ties=n_ties,
+    res = resolve_columns(
+        [left, right],
+        unparsed=unparsed,
+        tie_label=tie_label,
+        score_field=score_field,
+        drop_ties=drop_ties,
+        allowed=allowed,
+        why=why,
     )
-    return Resolved(out_l, out_r, wrong, counts)
+    return Resolved(res.columns[0], res.columns[1], res.wrong, res.counts)
 
 
 PRED_WRONG = -1
