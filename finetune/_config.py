@@ -36,7 +36,7 @@ phrasings = 3
 validation_fraction = 0.3
 
 [sft]
-method = "lora"                # "lora", "qlora" (CUDA only) or "full"
+method = "lora"                # "lora", "qlora" (4-bit base; the qlora extra) or "full"
 max_steps = 400
 batch_size = 8
 # bf16 = true                  # default: on where the GPU supports it, off on CPU

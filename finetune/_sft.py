@@ -118,12 +118,18 @@ def _load_model(model_path: str | Path, opts: SFTOptions, bf16: bool) -> Any:
         kwargs["attn_implementation"] = opts.attn_implementation
     if opts.method != "qlora":
         return AutoModelForCausalLM.from_pretrained(str(model_path), **kwargs)
-    if not torch.cuda.is_available():
-        raise ValueError("method 'qlora' needs a CUDA GPU (4-bit bitsandbytes); use 'lora' on CPU")
     try:
-        import bitsandbytes  # noqa: F401
+        import bitsandbytes
     except ImportError:
-        raise MissingExtraError("QLoRA", "finetune' plus 'bitsandbytes") from None
+        raise MissingExtraError("QLoRA", "qlora") from None
+    from packaging.version import Version
+
+    # bitsandbytes has had CPU kernels for 4-bit layers since 0.46; before, CUDA only.
+    if not torch.cuda.is_available() and Version(bitsandbytes.__version__) < Version("0.46"):
+        raise ValueError(
+            f"method 'qlora' on CPU needs bitsandbytes >= 0.46 (found {bitsandbytes.__version__}); "
+            "upgrade it, use a CUDA GPU, or use 'lora'"
+        )
     from peft import prepare_model_for_kbit_training
     from transformers import BitsAndBytesConfig
 

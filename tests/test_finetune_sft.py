@@ -7,6 +7,7 @@ instead of 250, which keeps a learning run to seconds on a quiet CPU.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -239,3 +240,31 @@ def test_packing_strategies_and_attention_choice(task: tuple[JudgeDataset, Path]
     r = train_sft(base, ds, tmp_path / "bfd", options=bfd, progress=False, callbacks=[_Attn()])
     assert r.tokens_seen is not None and 0 < r.tokens_seen < 2 * 2 * 128
     assert seen["attn"] == "sdpa"
+
+
+def test_qlora_trains_adapters_over_a_4bit_base(task: tuple[JudgeDataset, Path], tmp_path: Path) -> None:
+    # bitsandbytes >= 0.46 runs 4-bit layers on CPU too, so QLoRA is tested here and not only on a GPU.
+    bnb = pytest.importorskip("bitsandbytes")
+    from peft import AutoPeftModelForCausalLM
+    from transformers import AutoModelForCausalLM, TrainerCallback
+
+    ds, base = task
+    seen: dict[str, int] = {}
+
+    class _Layers(TrainerCallback):  # type: ignore[misc]
+        def on_train_begin(self, args: object, state: object, control: object, **kw: object) -> None:
+            modules = list(kw["model"].modules())  # type: ignore[attr-defined]
+            seen["4bit"] = sum(isinstance(m, bnb.nn.Linear4bit) for m in modules)
+            seen["trainable"] = sum(p.numel() for p in kw["model"].parameters() if p.requires_grad)  # type: ignore[attr-defined]
+
+    opts = SFTOptions(method="qlora", lora_r=8, learning_rate=2e-3, batch_size=8, max_steps=4, save_steps=1000)
+    result = train_sft(base, ds, tmp_path / "qlora", options=opts, progress=False, callbacks=[_Layers()])
+    # Every linear layer of the two blocks is 4-bit (7 each); only the adapters train.
+    assert seen["4bit"] == 14 and 0 < seen["trainable"] < 100_000
+    assert result.adapter and (result.final_dir / "adapter_config.json").is_file()
+    assert result.train_loss is not None and math.isfinite(result.train_loss)
+    ids = torch.tensor([[5, 17, 42, 99, 7]])
+    with torch.no_grad():
+        plain = AutoModelForCausalLM.from_pretrained(base)(input_ids=ids).logits
+        adapted = AutoPeftModelForCausalLM.from_pretrained(str(result.final_dir))(input_ids=ids).logits
+    assert not torch.allclose(plain, adapted)  # the trained adapters change the full-precision base's output
