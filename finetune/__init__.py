@@ -25,6 +25,7 @@ from ._pipeline import RunReport, run_finetune
 from ._probe import EncoderProbe, ProbeOptions, train_probe
 from ._scorer import PairScorer
 from ._sft import SFTOptions, TrainResult, train_sft
+from ._store_traces import StoreExport, traces_from_store
 from ._synthetic import synthetic_traces
 from ._traces import (
     PairwiseTrace,
@@ -56,6 +57,7 @@ __all__ = [
     "RunReport",
     "SFTOptions",
     "SequenceClassifier",
+    "StoreExport",
     "Trace",
     "TraceFormatError",
     "TrainResult",
@@ -76,6 +78,7 @@ __all__ = [
     "synthetic_traces",
     "trace_from_result",
     "traces_from_pandalm",
+    "traces_from_store",
     "train_classifier",
     "train_probe",
     "train_sft",

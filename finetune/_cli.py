@@ -114,6 +114,34 @@ def dataset(
     console.print(f"wrote {out}")
 
 
+@app.command("export-traces")
+def export_traces(
+    store: Annotated[Path, typer.Argument(help="the SQLite store of `judgegraph eval`")],
+    out: Annotated[Path, typer.Argument(help="JSONL traces to write")],
+    run_id: Annotated[str | None, typer.Option("--run-id", help="which run; default: the store's only run")] = None,
+    labels: Annotated[
+        str, typer.Option(help="judge: the verdicts of ok rows; human: the labels the source carried")
+    ] = "judge",
+) -> None:
+    """Turn a judged eval run into JSONL traces, labelled by the judge or by the source's human labels."""
+    from ._store_traces import traces_from_store
+    from ._traces import write_traces
+
+    if labels not in ("judge", "human"):
+        raise _fail(f"--labels must be judge or human, got {labels!r}")
+    try:
+        export = traces_from_store(store, run_id=run_id, labels=labels)  # type: ignore[arg-type]
+    except (FileNotFoundError, ValueError, KeyError) as exc:
+        raise _fail(str(exc)) from None
+    n = write_traces(out, export.traces)
+    skipped = {k: v for k, v in export.counts.items() if k not in ("rows", "exported")}
+    console.print(f"run {export.run_id} ({export.kind}): {export.counts['rows']} rows, wrote {n} traces to {out}")
+    if skipped:
+        console.print("skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())), highlight=False)
+    for problem in export.problems:
+        console.print(f"  {problem}", markup=False, highlight=False, soft_wrap=True)
+
+
 @app.command("import-pandalm")
 def import_pandalm(
     source: Annotated[Path, typer.Argument(help="PandaLM testset-v1.json")],
