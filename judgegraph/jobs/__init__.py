@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from ._ratelimit import RateLimitedBackend, RateLimiter, TokenBucket
 from ._runner import JobProgress, JobSummary, ProgressCallback, run_job, run_spec
-from ._sources import Shard, SourceRow, detect_format, expand_paths, iter_rows, langsmith_row, otel_rows
+from ._sources import Shard, detect_format, expand_paths, iter_rows
+from ._sources_files import SourceRow
+from ._sources_traces import langsmith_row, otel_rows
 from ._spec import (
     BackendConfig,
     JobSpec,
