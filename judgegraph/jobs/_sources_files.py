@@ -129,16 +129,20 @@ def _iter_json_stream(fp: Any, *, peek: bool = False) -> Iterator[tuple[Any, int
             return
 
 
-def _json_rows(path: str, file: int) -> Iterator[SourceRow]:
+def _json_values(path: str) -> Iterator[tuple[Any, int]]:
+    """The values of a ``.json`` file (:func:`_iter_json_stream`) or of JSON Lines (:func:`_iter_json_lines`)."""
     with open(path, encoding="utf-8", errors="surrogateescape") as fp:
-        values = _iter_json_stream(fp) if path.lower().endswith(".json") else _iter_json_lines(fp)
-        for value, n in values:
-            if isinstance(value, _Bad):
-                yield SourceRow(file, n, None, str(value))
-            elif not isinstance(value, dict):
-                yield SourceRow(file, n, None, f"expected a JSON object, got {type(value).__name__}")
-            else:
-                yield SourceRow(file, n, value)
+        yield from _iter_json_stream(fp) if path.lower().endswith(".json") else _iter_json_lines(fp)
+
+
+def _json_rows(path: str, file: int) -> Iterator[SourceRow]:
+    for value, n in _json_values(path):
+        if isinstance(value, _Bad):
+            yield SourceRow(file, n, None, str(value))
+        elif not isinstance(value, dict):
+            yield SourceRow(file, n, None, f"expected a JSON object, got {type(value).__name__}")
+        else:
+            yield SourceRow(file, n, value)
 
 
 # ------------------------------------------------------------------ CSV

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ._sources_files import SourceRow, _Bad, _iter_json_lines, _iter_json_stream, _json_rows
+from ._sources_files import SourceRow, _Bad, _json_rows, _json_values
 
 __all__ = ["langsmith_row", "otel_rows"]
 
@@ -108,8 +108,13 @@ def _output_text(outputs: Any) -> str | None:
             msg = _norm_message(v)
             if msg:
                 return msg["content"]
-    if len(outputs) == 1:
-        (only,) = outputs.values()
+    return _sole_string(outputs)
+
+
+def _sole_string(d: dict[Any, Any]) -> str | None:
+    """The value of a one-key dict, when it is a string."""
+    if len(d) == 1:
+        (only,) = d.values()
         if isinstance(only, str):
             return only
     return None
@@ -127,11 +132,7 @@ def _input_text(inputs: Any, messages: list[dict[str, str]]) -> str | None:
         v = inputs.get(key)
         if isinstance(v, str):
             return v
-    if len(inputs) == 1:
-        (only,) = inputs.values()
-        if isinstance(only, str):
-            return only
-    return None
+    return _sole_string(inputs)
 
 
 def langsmith_row(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -304,17 +305,15 @@ def otel_rows(request: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
 
 def _otel_rows(path: str, file: int) -> Iterator[SourceRow]:
     n = 0
-    with open(path, encoding="utf-8", errors="surrogateescape") as fp:
-        values = _iter_json_stream(fp) if path.lower().endswith(".json") else _iter_json_lines(fp)
-        for value, _ in values:
-            if isinstance(value, _Bad):
-                yield SourceRow(file, n, None, f"OTLP export request: {value}")
-                n += 1
-                continue
-            if not isinstance(value, dict) or "resourceSpans" not in value:
-                yield SourceRow(file, n, None, "expected an OTLP/JSON export request with 'resourceSpans'")
-                n += 1
-                continue
-            for rec in otel_rows(value):
-                yield SourceRow(file, n, rec)
-                n += 1
+    for value, _ in _json_values(path):
+        if isinstance(value, _Bad):
+            yield SourceRow(file, n, None, f"OTLP export request: {value}")
+            n += 1
+            continue
+        if not isinstance(value, dict) or "resourceSpans" not in value:
+            yield SourceRow(file, n, None, "expected an OTLP/JSON export request with 'resourceSpans'")
+            n += 1
+            continue
+        for rec in otel_rows(value):
+            yield SourceRow(file, n, rec)
+            n += 1
