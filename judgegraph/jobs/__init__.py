@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._ratelimit import RateLimitedBackend, RateLimiter, TokenBucket
-from ._runner import JobProgress, JobSummary, ProgressCallback, run_job, run_spec
+from ._recorder import JobProgress, JobSummary, ProgressCallback
+from ._runner import run_job, run_spec
 from ._sources import Shard, detect_format, expand_paths, iter_rows
 from ._sources_files import SourceRow
 from ._sources_traces import langsmith_row, otel_rows

@@ -181,7 +181,7 @@ async def _run(
 ) -> str:
     """Judge the source through the pairwise graph into the store; returns the run id."""
     from judgegraph.jobs import SourceConfig, config_hash, run_job
-    from judgegraph.jobs._runner import fingerprint_for
+    from judgegraph.jobs._judging import fingerprint_for
 
     gj = GraphJudge(judge, name=name, fingerprint=fingerprint)
     ctx = gj.context()
