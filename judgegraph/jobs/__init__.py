@@ -29,7 +29,8 @@ from ._store import ItemRecord, ResultRecord, RunInfo, RunMismatchError, Store, 
 
 if TYPE_CHECKING:
     from ._ray import run_spec_ray
-    from ._report import ReportData, build_report, write_report
+    from ._report import build_report, write_report
+    from ._report_data import ReportData
 
 __all__ = [
     "BackendConfig",
@@ -74,7 +75,7 @@ __all__ = [
 # The Ray engine needs the 'ray' extra and reports need 'metrics': load them on first use.
 _LAZY = {
     "run_spec_ray": "._ray",
-    "ReportData": "._report",
+    "ReportData": "._report_data",
     "build_report": "._report",
     "write_report": "._report",
 }
