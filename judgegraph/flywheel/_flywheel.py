@@ -46,7 +46,6 @@ from typing import Any
 
 from .._cascade import Abstain, CascadeJudge, LowConfidence, Tier
 from .._judge import BaseJudge, _run_sync
-from .._replay import VerdictRecord
 from ..finetune._dataset import instruction_key
 from ..finetune._traces import PairwiseTrace, write_traces
 from ._decisions import _audit_pick, collect_traces, decide_item, summarise_batch
@@ -70,9 +69,7 @@ from ._workdir import (
     _check_pairwise,
     _exclusive,
     _sha256_file,
-    _trace_key,
     _WorkFolder,
-    _write_verdicts_atomic,
 )
 
 __all__ = ["Flywheel"]
@@ -310,15 +307,7 @@ class Flywheel(_WorkFolder):
             if local is None:
                 self._say(f"round {rec.round}: the challenger on the held-out set ({len(labels)} items)")
                 judge = self.load_local(rec.round)
-                got = await judge.ajudge_many([t.to_input() for t in self.heldout])
-                local = [self._as_verdict(r) for r in got]
-                _write_verdicts_atomic(
-                    self.round_dir(rec.round) / "heldout.jsonl",
-                    [
-                        VerdictRecord(key=_trace_key(t), judge=str(judge.name), result=r, label=t.winner)
-                        for t, r in zip(self.heldout, local, strict=True)
-                    ],
-                )
+                local = await self._judge_heldout(judge, self.round_dir(rec.round) / "heldout.jsonl")
             challenger = evaluate_on_heldout(rec.round, local, teacher, labels, s)
         champ = self.state.champion
         champion = await self._evaluate_round_model(champ, s) if champ is not None else None

@@ -42,8 +42,8 @@ def _sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _trace_lines(traces: Sequence[PairwiseTrace]) -> bytes:
-    return b"".join(t.model_dump_json().encode() + b"\n" for t in traces)
+def _jsonl_bytes(models: Sequence[BaseModel]) -> bytes:
+    return b"".join(m.model_dump_json().encode() + b"\n" for m in models)
 
 
 def _check_pairwise(traces: Sequence[Any], what: str) -> list[PairwiseTrace]:
@@ -115,7 +115,7 @@ class _WorkFolder:
 
     def _open(self) -> None:
         manifest_path = self.workdir / "flywheel.json"
-        seed_bytes = _trace_lines(self.seed)
+        seed_bytes = _jsonl_bytes(self.seed)
         manifest = _Manifest(
             heldout_n=len(self.heldout),
             heldout_sha256=_heldout_sha(self.heldout),
@@ -206,7 +206,7 @@ class _WorkFolder:
 
     @staticmethod
     def _batch_sha(batch: Sequence[FlywheelItem]) -> str:
-        return hashlib.sha256(b"".join(i.model_dump_json().encode() + b"\n" for i in batch)).hexdigest()
+        return hashlib.sha256(_jsonl_bytes(batch)).hexdigest()
 
     def _start(self, batch: list[FlywheelItem]) -> RoundRecord:
         done = self.rounds()
@@ -214,7 +214,7 @@ class _WorkFolder:
         d = self.round_dir(n)
         d.mkdir(parents=True, exist_ok=True)
         tmp = d / "batch.jsonl.tmp"
-        tmp.write_bytes(b"".join(i.model_dump_json().encode() + b"\n" for i in batch))
+        tmp.write_bytes(_jsonl_bytes(batch))
         tmp.replace(d / "batch.jsonl")
         rec = RoundRecord(
             round=n,
@@ -248,13 +248,17 @@ class _WorkFolder:
             if all(k in table for k in keys):
                 return [table[k] for k in keys]  # type: ignore[misc]
         self._say(f"teacher {name} on the held-out set ({len(keys)} items, once per teacher)")
-        got = await self.teacher.ajudge_many([t.to_input() for t in self.heldout])
+        return await self._judge_heldout(self.teacher, path)
+
+    async def _judge_heldout(self, judge: BaseJudge[Any, Any], path: Path) -> list[PairwiseVerdict]:
+        """``judge``'s verdicts on the held-out set, written to ``path``."""
+        got = await judge.ajudge_many([t.to_input() for t in self.heldout])
         results = [self._as_verdict(r) for r in got]
         _write_verdicts_atomic(
             path,
             [
-                VerdictRecord(key=k, judge=name, result=r, label=t.winner)
-                for k, r, t in zip(keys, results, self.heldout, strict=True)
+                VerdictRecord(key=_trace_key(t), judge=str(judge.name), result=r, label=t.winner)
+                for t, r in zip(self.heldout, results, strict=True)
             ],
         )
         return results
