@@ -41,7 +41,7 @@ from judgegraph.flywheel import (
     render_flywheel_markdown,
     write_flywheel_report,
 )
-from judgegraph.flywheel._flywheel import matches
+from judgegraph.flywheel._rules import matches
 from judgegraph.quickstart import load_bundled_pandalm, split_by_instruction
 from judgegraph.quickstart._local import encoder_path
 from judgegraph.types import PairwiseVerdict, Winner

@@ -59,7 +59,7 @@ def soak_faults(n: int, share: float, seed: int) -> dict[str, Any]:
 def _kinds(run: Any) -> dict[str, int]:
     from collections import Counter
 
-    from judgegraph.jobs._report import _problem_kind
+    from judgegraph.jobs._report_data import _problem_kind
 
     return dict(Counter(_problem_kind(r.reason) for r in run.rows if r.status != "ok").most_common())
 

@@ -144,7 +144,8 @@ def eval_command(
 ) -> None:
     """Judge every item of a source and store the results; rerun to resume."""
     from .jobs import JobSpec
-    from .jobs._runner import JobProgress, run_spec
+    from .jobs._recorder import JobProgress
+    from .jobs._runner import run_spec
     from .types import Pricing
 
     console = Console(stderr=True)

@@ -34,7 +34,7 @@ from judgegraph.flywheel import (
     read_items,
     write_flywheel_report,
 )
-from judgegraph.flywheel._flywheel import evaluate_on_heldout
+from judgegraph.flywheel._rules import evaluate_on_heldout
 from judgegraph.types import PairwiseInput, PairwiseVerdict, Status, Winner
 
 WORDS = "alpha beta gamma delta the answer is good bad fine ok".split()
@@ -424,7 +424,7 @@ def test_rollback(three_rounds: Flywheel, tmp_path: Path, world: World, trainer:
 
 
 def test_rollback_needs_an_earlier_judge_and_a_free_folder(tmp_path: Path, world: World, trainer: ProbeTrainer) -> None:
-    from judgegraph.flywheel._flywheel import _exclusive
+    from judgegraph.flywheel._workdir import _exclusive
 
     fw = _flywheel(tmp_path / "work", world, trainer)
     with pytest.raises(FlywheelError, match="no earlier"):

@@ -4,7 +4,7 @@ agreement on a fixed held-out set. See :class:`Flywheel`."""
 
 from __future__ import annotations
 
-from ._flywheel import Flywheel, FlywheelError, evaluate_on_heldout, promotion_decision
+from ._flywheel import Flywheel
 from ._records import (
     BatchSummary,
     FlywheelEvent,
@@ -27,7 +27,9 @@ from ._report import (
     render_flywheel_markdown,
     write_flywheel_report,
 )
+from ._rules import evaluate_on_heldout, promotion_decision
 from ._trainer import LocalTrainer, ProbeTrainer, link_identical_files
+from ._workdir import FlywheelError
 
 __all__ = [
     "BatchSummary",

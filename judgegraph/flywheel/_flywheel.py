@@ -37,236 +37,48 @@ Layout of the work folder::
 
 from __future__ import annotations
 
-import hashlib
-import math
 import shutil
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from .._calibration import calibrate_tier
-from .._cascade import Abstain, CascadeJudge, LowConfidence, Tier, certainty
-from .._judge import BaseJudge, JudgeInputError, _run_sync
-from .._replay import VerdictRecord, read_verdicts, write_verdicts
-from ..finetune._dataset import dedup_traces, instruction_key
-from ..finetune._traces import PairwiseTrace, read_traces, trace_from_result, write_traces
-from ..types import PairwiseVerdict, Status, Winner
+from .._cascade import Abstain, CascadeJudge, LowConfidence, Tier
+from .._judge import BaseJudge, _run_sync
+from ..finetune._dataset import instruction_key
+from ..finetune._traces import PairwiseTrace, write_traces
+from ._decisions import _audit_pick, collect_traces, decide_item, summarise_batch
 from ._records import (
     STAGES,
-    BatchSummary,
     FlywheelEvent,
     FlywheelItem,
     FlywheelSettings,
     FlywheelState,
     HeldoutEval,
     ItemDecision,
-    PromotionDecision,
     RoundRecord,
     Stage,
     TrainingSummary,
     read_jsonl_tolerant,
-    write_json,
 )
+from ._rules import evaluate_on_heldout, matches, promotion_decision
 from ._trainer import LocalTrainer, link_identical_files
+from ._workdir import (
+    FlywheelError,
+    _check_pairwise,
+    _exclusive,
+    _sha256_file,
+    _WorkFolder,
+)
 
-__all__ = ["Flywheel", "FlywheelError", "evaluate_on_heldout", "promotion_decision"]
-
-
-class FlywheelError(RuntimeError):
-    """The work folder and the request disagree (another held-out set, an unfinished round, ...)."""
-
-
-class _Manifest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    version: int = 1
-    heldout_n: int
-    heldout_sha256: str
-    heldout_instructions: int
-    seed_n: int
-    seed_sha256: str
-    created_at: float
-
-
-def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _trace_lines(traces: Sequence[PairwiseTrace]) -> bytes:
-    return b"".join(t.model_dump_json().encode() + b"\n" for t in traces)
-
-
-def _check_pairwise(traces: Sequence[Any], what: str) -> list[PairwiseTrace]:
-    out = []
-    for i, t in enumerate(traces):
-        if not isinstance(t, PairwiseTrace):
-            raise TypeError(f"{what}[{i}] is a {type(t).__name__}, not a PairwiseTrace")
-        out.append(t)
-    return out
-
-
-def _heldout_sha(traces: Sequence[PairwiseTrace]) -> str:
-    rows = sorted(f"{_trace_key(t)}\t{t.winner}" for t in traces)
-    return hashlib.sha256("\n".join(rows).encode()).hexdigest()
-
-
-def _trace_key(t: PairwiseTrace) -> str:
-    from .._replay import item_key
-
-    return item_key(t.to_input())
-
-
-def _audit_pick(seed: int, round_no: int, key: str, rate: float) -> bool:
-    if rate <= 0:
-        return False
-    h = int.from_bytes(hashlib.sha256(f"{seed}:{round_no}:{key}".encode()).digest()[:8], "big")
-    return h / 2**64 < rate
-
-
-def _write_verdicts_atomic(path: Path, records: list[VerdictRecord]) -> None:
-    # Whether this file exists decides whether a resumed round asks again: never leave half of one.
-    tmp = path.with_name(path.name + ".tmp")
-    write_verdicts(tmp, records)
-    tmp.replace(path)
-
-
-@contextmanager
-def _exclusive(workdir: Path) -> Iterator[None]:
-    """One writer per work folder: a second process (say, an overlapping cron run)
-    fails at once instead of interleaving rounds. The lock dies with its process."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: no lock
-        yield
-        return
-    with (workdir / ".lock").open("w") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise FlywheelError(f"{workdir} is in use by another process") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _binom_cdf(k: int, n: int, p: float) -> float:
-    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
-
-
-# ------------------------------------------------------------------ pure rules
-
-
-def matches(r: PairwiseVerdict, label: Winner) -> bool:
-    """Strict agreement, as calibration counts it: an ok verdict equal to the label."""
-    return r.ok and r.winner == label
-
-
-def evaluate_on_heldout(
-    round_no: int,
-    local: Sequence[PairwiseVerdict],
-    teacher: Sequence[PairwiseVerdict],
-    labels: Sequence[Winner],
-    settings: FlywheelSettings,
-) -> HeldoutEval:
-    """Calibrate a local judge's threshold on the held-out set and measure it there.
-
-    The threshold is the fixed-sequence calibrated one (``settings.alpha``,
-    ``settings.delta``); items the local judge keeps at it are those with
-    confidence >= threshold, as :class:`~judgegraph.LowConfidence` escalates
-    the rest. Agreement is strict: a verdict counts only when it equals the label.
-    """
-    if not (len(local) == len(teacher) == len(labels)):
-        raise ValueError(f"{len(local)} local verdicts, {len(teacher)} teacher verdicts, {len(labels)} labels")
-    if not labels:
-        raise ValueError("the held-out set is empty")
-    cal = calibrate_tier(
-        list(local), list(labels), alpha=settings.alpha, delta=settings.delta, min_kept=settings.min_kept
-    )
-    kept = [_kept(r, cal.threshold) for r in local]
-    n = len(labels)
-    local_agree = sum(matches(r, y) for r, y in zip(local, labels, strict=True)) / n
-    cascade_agree = sum(matches(r if k else t, y) for r, t, y, k in zip(local, teacher, labels, kept, strict=True)) / n
-    pairs = [(r, t) for r, t, k in zip(local, teacher, kept, strict=True) if k and t.ok]
-    # The equal-agreement point: keep the most confident items while the cascade
-    # still agrees with the labels at least as often as the teacher alone.
-    gain = [int(matches(r, y)) - int(matches(t, y)) for r, t, y in zip(local, teacher, labels, strict=True)]
-    conf = [certainty(r) if r.ok else None for r in local]
-    ranked = sorted((i for i in range(n) if conf[i] is not None), key=lambda i: -conf[i])  # type: ignore[operator]
-    best = running = 0
-    for pos, i in enumerate(ranked):
-        running += gain[i]
-        cut_here = pos + 1 == len(ranked) or conf[ranked[pos + 1]] != conf[i]  # a threshold cannot split ties
-        if cut_here and running >= 0:
-            best = pos + 1
-    return HeldoutEval(
-        round=round_no,
-        n=n,
-        local_agreement=local_agree,
-        calibration=cal,
-        escalation_share=1 - sum(kept) / n,
-        cascade_agreement=cascade_agree,
-        teacher_agreement_on_kept=(sum(r.winner == t.winner for r, t in pairs) / len(pairs)) if pairs else None,
-        equal_agreement_escalation=1 - best / n,
-    )
-
-
-def _kept(r: PairwiseVerdict, threshold: float | None) -> bool:
-    if threshold is None or not r.ok:
-        return False
-    c = certainty(r)
-    return c is not None and c >= threshold
-
-
-def promotion_decision(
-    challenger: HeldoutEval | None,
-    champion: HeldoutEval | None,
-    *,
-    tolerance: float,
-    skipped: str | None = None,
-) -> PromotionDecision:
-    """Champion/challenger: the challenger replaces the champion only if its
-    held-out agreement is at least the champion's minus ``tolerance``. With no
-    champion yet, a challenger is promoted (its calibrated threshold, possibly
-    "escalate everything", is what protects agreement then)."""
-    before = champion.round if champion is not None else None
-    if challenger is None:
-        why = skipped or "no challenger was trained"
-        return PromotionDecision(
-            promoted=False, reason=f"kept: {why}", champion_before=before, champion_after=before, tolerance=tolerance
-        )
-    if champion is None:
-        return PromotionDecision(
-            promoted=True,
-            reason=f"promoted: no local judge in service yet (challenger agreement {challenger.local_agreement:.3f})",
-            champion_before=None,
-            champion_after=challenger.round,
-            tolerance=tolerance,
-        )
-    ch, cur = challenger.local_agreement, champion.local_agreement
-    promoted = ch >= cur - tolerance - 1e-12
-    verb = "promoted" if promoted else "kept"
-    rel = ">=" if promoted else "<"
-    tol = f" - {tolerance:g}" if tolerance else ""
-    reason = f"{verb}: challenger agreement {ch:.3f} {rel} champion (round {champion.round}) {cur:.3f}{tol}"
-    return PromotionDecision(
-        promoted=promoted,
-        reason=reason,
-        champion_before=before,
-        champion_after=challenger.round if promoted else before,
-        tolerance=tolerance,
-    )
+__all__ = ["Flywheel"]
 
 
 # ------------------------------------------------------------------ the flywheel
 
 
-class Flywheel:
+class Flywheel(_WorkFolder):
     """Rounds of judge → collect → train → calibrate → promote, kept in ``workdir``.
 
     ``heldout``: the fixed labelled set (PairwiseTrace with human labels) the
@@ -298,154 +110,6 @@ class Flywheel:
         self.seed = _check_pairwise(seed_traces, "seed_traces")
         self._heldout_groups = {instruction_key(t) for t in self.heldout}
         self._open()
-
-    # -------------------------------------------------------------- files
-
-    @property
-    def rounds_dir(self) -> Path:
-        return self.workdir / "rounds"
-
-    def round_dir(self, n: int) -> Path:
-        return self.rounds_dir / f"round-{n:03d}"
-
-    def _open(self) -> None:
-        manifest_path = self.workdir / "flywheel.json"
-        seed_bytes = _trace_lines(self.seed)
-        manifest = _Manifest(
-            heldout_n=len(self.heldout),
-            heldout_sha256=_heldout_sha(self.heldout),
-            heldout_instructions=len(self._heldout_groups),
-            seed_n=len(self.seed),
-            seed_sha256=hashlib.sha256(seed_bytes).hexdigest(),
-            created_at=time.time(),
-        )
-        if manifest_path.exists():
-            old = _Manifest.model_validate_json(manifest_path.read_text(encoding="utf-8"))
-            if old.heldout_sha256 != manifest.heldout_sha256:
-                raise FlywheelError(
-                    f"{self.workdir} was run with another held-out set "
-                    f"({old.heldout_n} items, sha {old.heldout_sha256[:12]}; "
-                    f"given {manifest.heldout_n}, sha {manifest.heldout_sha256[:12]}): rounds are only comparable on "
-                    "one fixed held-out set; use a new work folder"
-                )
-            if old.seed_sha256 != manifest.seed_sha256:
-                raise FlywheelError(
-                    f"{self.workdir} was run with other seed traces ({old.seed_n}; given {manifest.seed_n}); "
-                    "use a new work folder"
-                )
-        else:
-            self.workdir.mkdir(parents=True, exist_ok=True)
-            write_traces(self.workdir / "heldout.jsonl", self.heldout)
-            (self.workdir / "seed.jsonl").write_bytes(seed_bytes)
-            write_json(manifest_path, manifest)
-        if not (self.workdir / "state.json").exists():
-            write_json(self.workdir / "state.json", FlywheelState())
-        self.rounds_dir.mkdir(exist_ok=True)
-        self._reconcile()
-
-    @property
-    def state(self) -> FlywheelState:
-        return FlywheelState.model_validate_json((self.workdir / "state.json").read_text(encoding="utf-8"))
-
-    def _write_state(self, state: FlywheelState) -> None:
-        write_json(self.workdir / "state.json", state)
-
-    def rounds(self) -> list[RoundRecord]:
-        """Every round's record, oldest first (an unfinished one included)."""
-        out = []
-        for d in sorted(self.rounds_dir.glob("round-*")):
-            f = d / "round.json"
-            if f.exists():
-                out.append(RoundRecord.model_validate_json(f.read_text(encoding="utf-8")))
-        return out
-
-    def record(self, n: int) -> RoundRecord:
-        f = self.round_dir(n) / "round.json"
-        if not f.exists():
-            raise FlywheelError(f"there is no round {n} in {self.workdir}")
-        return RoundRecord.model_validate_json(f.read_text(encoding="utf-8"))
-
-    def pending(self) -> RoundRecord | None:
-        """The unfinished round, if one was interrupted."""
-        rs = self.rounds()
-        return rs[-1] if rs and rs[-1].stage != "done" else None
-
-    def _save(self, rec: RoundRecord) -> RoundRecord:
-        write_json(self.round_dir(rec.round) / "round.json", rec)
-        return rec
-
-    def _say(self, text: str) -> None:
-        if self._log is not None:
-            self._log(text)
-
-    def _reconcile(self) -> None:
-        """A crash between writing a round's decision and the state leaves the
-        state one event behind; apply it."""
-        state = self.state
-        applied = {e.round for e in state.events if e.round is not None}
-        for rec in self.rounds():
-            if rec.stage == "done" and rec.decision is not None and rec.round not in applied:
-                state = self._apply(state, rec)
-        self._write_state(state)
-
-    def _apply(self, state: FlywheelState, rec: RoundRecord) -> FlywheelState:
-        assert rec.decision is not None
-        ev = FlywheelEvent(
-            round=rec.round,
-            action="promoted" if rec.decision.promoted else "kept",
-            champion=rec.decision.champion_after,
-            at=rec.finished_at or time.time(),
-            note=rec.decision.reason,
-        )
-        return state.model_copy(update={"champion": rec.decision.champion_after, "events": (*state.events, ev)})
-
-    # -------------------------------------------------------------- held-out verdicts
-
-    def _heldout_labels(self) -> list[Winner]:
-        return [t.winner for t in self.heldout]
-
-    async def _teacher_heldout(self) -> list[PairwiseVerdict]:
-        path = self.workdir / "heldout-teacher.jsonl"
-        keys = [_trace_key(t) for t in self.heldout]
-        name = str(self.teacher.name)
-        if path.exists():
-            rows = read_verdicts(path)
-            table = {r.key: r.result for r in rows if r.judge == name}
-            if all(k in table for k in keys):
-                return [table[k] for k in keys]  # type: ignore[misc]
-        self._say(f"teacher {name} on the held-out set ({len(keys)} items, once per teacher)")
-        got = await self.teacher.ajudge_many([t.to_input() for t in self.heldout])
-        results = [self._as_verdict(r) for r in got]
-        _write_verdicts_atomic(
-            path,
-            [
-                VerdictRecord(key=k, judge=name, result=r, label=t.winner)
-                for k, r, t in zip(keys, results, self.heldout, strict=True)
-            ],
-        )
-        return results
-
-    @staticmethod
-    def _as_verdict(r: Any) -> PairwiseVerdict:
-        if isinstance(r, JudgeInputError):
-            raise r
-        if not isinstance(r, PairwiseVerdict):
-            raise TypeError(f"expected a PairwiseVerdict, got {type(r).__name__}")
-        return r
-
-    def _local_heldout(self, n: int) -> list[PairwiseVerdict] | None:
-        path = self.round_dir(n) / "heldout.jsonl"
-        if not path.exists():
-            return None
-        table = {r.key: r.result for r in read_verdicts(path)}
-        return [table[_trace_key(t)] for t in self.heldout]  # type: ignore[misc]
-
-    async def _evaluate_round_model(self, n: int, settings: FlywheelSettings) -> HeldoutEval:
-        local = self._local_heldout(n)
-        if local is None:
-            raise FlywheelError(f"round {n} has no held-out verdicts")
-        teacher = await self._teacher_heldout()
-        return evaluate_on_heldout(n, local, teacher, self._heldout_labels(), settings)
 
     # -------------------------------------------------------------- serving
 
@@ -528,35 +192,6 @@ class Flywheel:
             out.append(await self.arun_round(b))
         return out
 
-    @staticmethod
-    def _batch_sha(batch: Sequence[FlywheelItem]) -> str:
-        return hashlib.sha256(b"".join(i.model_dump_json().encode() + b"\n" for i in batch)).hexdigest()
-
-    def _start(self, batch: list[FlywheelItem]) -> RoundRecord:
-        done = self.rounds()
-        n = done[-1].round + 1 if done else 1
-        d = self.round_dir(n)
-        d.mkdir(parents=True, exist_ok=True)
-        tmp = d / "batch.jsonl.tmp"
-        tmp.write_bytes(b"".join(i.model_dump_json().encode() + b"\n" for i in batch))
-        tmp.replace(d / "batch.jsonl")
-        rec = RoundRecord(
-            round=n,
-            stage="started",
-            settings=self.settings,
-            batch_size=len(batch),
-            batch_sha256=self._batch_sha(batch),
-            started_at=time.time(),
-        )
-        self._say(f"round {n}: {len(batch)} items")
-        return self._save(rec)
-
-    def _read_batch(self, n: int) -> list[FlywheelItem]:
-        path = self.round_dir(n) / "batch.jsonl"
-        return [
-            FlywheelItem.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line
-        ]
-
     # .............................................................. 1. judge
 
     async def _judge_stage(self, rec: RoundRecord, items: list[FlywheelItem]) -> RoundRecord:
@@ -590,7 +225,7 @@ class Flywheel:
             chunk = todo[start : start + s.chunk_size]
             got = await judge.ajudge_many([it.input for it in chunk])
             decisions = [
-                self._decision(it, self._as_verdict(r), local=champion is not None)
+                decide_item(it, self._as_verdict(r), local=champion is not None)
                 for it, r in zip(chunk, got, strict=True)
             ]
             audit = [
@@ -619,152 +254,16 @@ class Flywheel:
             for dec in decisions:
                 done[dec.key] = dec
         ordered = [done[it.key] for it in items]
-        collected = self._collect(rec.round, items, ordered)
+        collected = collect_traces(rec.round, items, ordered)
         write_traces(d / "collected.jsonl", collected)
-        summary = self._summarise(champion, ref, ordered, collected)
+        summary = summarise_batch(champion, ref, ordered, collected)
         self._say(
             f"round {rec.round}: escalated {summary.escalated}/{summary.items}, audited {summary.audited}, "
             f"collected {len(collected)} traces"
         )
         return self._save(rec.model_copy(update={"stage": "judged", "batch": summary}))
 
-    def _decision(self, item: FlywheelItem, r: PairwiseVerdict, *, local: bool) -> ItemDecision:
-        if not local:  # the teacher alone
-            return ItemDecision(
-                key=item.key,
-                id=item.id,
-                status=r.status,
-                decided_by="teacher" if r.ok else "none",
-                verdict=r.winner,
-                escalated=True,
-                reason="no local judge in service yet",
-                teacher=r.model_copy(update={"tiers": ()}),
-                teacher_calls=1,
-                teacher_cost_usd=r.provenance.cost_usd if r.provenance is not None else None,
-            )
-        first = r.tiers[0]
-        local_verdict = first.verdict if first.verdict in ("A", "B", "tie") else None
-        escalated = len(r.tiers) > 1
-        decided = next((t for t in r.tiers if t.decided), None)
-        by = "none" if decided is None else ("local" if decided.tier == 0 else "teacher")
-        teacher: PairwiseVerdict | None = None
-        cost: float | None = None
-        if escalated:
-            second = r.tiers[1]
-            cost = second.cost_usd
-            if by == "teacher":
-                teacher = r.model_copy(update={"tiers": ()})
-            else:  # the teacher failed; keep why, as a failed verdict
-                teacher = PairwiseVerdict(
-                    status=second.status if second.status is not Status.OK else Status.ERROR,
-                    reason=r.reason or second.reason,
-                )
-        return ItemDecision(
-            key=item.key,
-            id=item.id,
-            status=r.status,
-            decided_by=by,  # type: ignore[arg-type]
-            verdict=r.winner,
-            escalated=escalated,
-            reason=first.reason,
-            local_verdict=local_verdict,  # type: ignore[arg-type]
-            local_confidence=first.confidence,
-            teacher=teacher,
-            teacher_calls=1 if escalated else 0,
-            teacher_cost_usd=cost,
-        )
-
-    def _collect(self, n: int, items: list[FlywheelItem], decisions: list[ItemDecision]) -> list[PairwiseTrace]:
-        out: list[PairwiseTrace] = []
-        for it, dec in zip(items, decisions, strict=True):
-            meta = {"round": n, "key": it.key}
-            if it.human_label is not None:
-                out.append(
-                    PairwiseTrace(
-                        id=it.id,
-                        instruction=it.input.instruction,
-                        response_a=it.input.response_a,
-                        response_b=it.input.response_b,
-                        reference=it.input.reference,
-                        winner=it.human_label,
-                        source="human",
-                        metadata={**meta, "why": "human"},
-                    )
-                )
-            if dec.teacher is not None and dec.teacher.ok:
-                why = "audit" if dec.audited else "escalated"
-                t = trace_from_result(it.input, dec.teacher, source="teacher", id=it.id, metadata={**meta, "why": why})
-                assert isinstance(t, PairwiseTrace)
-                out.append(t)
-        return out
-
-    def _summarise(
-        self,
-        champion: int | None,
-        ref: HeldoutEval | None,
-        decisions: list[ItemDecision],
-        collected: list[PairwiseTrace],
-    ) -> BatchSummary:
-        audited = [d for d in decisions if d.audited and d.teacher is not None and d.teacher.ok]
-        agree = sum(d.local_verdict == d.teacher.winner for d in audited if d.teacher is not None)
-        audit_agreement = agree / len(audited) if audited else None
-        reference = ref.teacher_agreement_on_kept if ref is not None else None
-        drift: bool | None = None
-        p: float | None = None
-        if audited and reference is not None:
-            p = _binom_cdf(agree, len(audited), reference)  # P(this few agreements | the reference rate)
-            drift = p < 0.05
-        costs = [d.teacher_cost_usd for d in decisions if d.teacher_calls]
-        calls = sum(d.teacher_calls for d in decisions)
-        return BatchSummary(
-            champion=champion,
-            threshold=ref.threshold if ref is not None else None,
-            items=len(decisions),
-            local_decided=sum(d.decided_by == "local" for d in decisions),
-            escalated=sum(d.escalated for d in decisions),
-            failed=sum(d.decided_by == "none" for d in decisions),
-            audited=sum(d.audited for d in decisions),
-            audit_agreement=audit_agreement,
-            audit_reference=reference,
-            drift=drift,
-            drift_p_value=p,
-            teacher_calls=calls,
-            teacher_failures=sum(1 for d in decisions if d.teacher is not None and not d.teacher.ok),
-            cost_usd=None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None)),
-            collected=dict(Counter(str(t.metadata.get("why")) for t in collected)),
-        )
-
     # .............................................................. 2. train
-
-    def training_traces(self, upto: int) -> tuple[list[PairwiseTrace], dict[str, Any]]:
-        """The traces a challenger of round ``upto`` trains on, and how they were chosen:
-        the seed traces and every round's collected traces up to ``upto`` (rounds a
-        rollback excluded left out), with any trace whose instruction is in the held-out
-        set dropped, then duplicates dropped (a human label beats a teacher's, a later
-        round's beats an earlier one's)."""
-        excluded = set(self.state.excluded_rounds)
-        sources: list[tuple[int, PairwiseTrace]] = []
-        if 0 not in excluded:
-            sources += [(0, t) for t in self.seed]
-        for n in range(1, upto + 1):
-            f = self.round_dir(n) / "collected.jsonl"
-            if n in excluded or not f.exists():
-                continue
-            sources += [(n, t) for t in _check_pairwise(read_traces(f), f"round {n} traces")]
-        leak = [(n, t) for n, t in sources if instruction_key(t) in self._heldout_groups]
-        clean = [(n, t) for n, t in sources if instruction_key(t) not in self._heldout_groups]
-        rank = {"human": 0, "teacher": 1}
-        ordered = sorted(range(len(clean)), key=lambda i: (rank.get(clean[i][1].source, 2), -clean[i][0], i))
-        kept, dups, conflicts = dedup_traces([clean[i][1] for i in ordered])
-        kept_ids = {id(t) for t in kept}
-        final = [t for _, t in clean if id(t) in kept_ids]  # back in round order
-        info = {
-            "rounds": sorted({n for n, _ in clean}),
-            "excluded_heldout": len(leak),
-            "duplicates": dups,
-            "conflicting": conflicts,
-        }
-        return final, info
 
     def _train_stage(self, rec: RoundRecord) -> RoundRecord:
         d = self.round_dir(rec.round)
@@ -795,13 +294,6 @@ class Flywheel:
         summary = summary.model_copy(update={"metrics": {k: float(v) for k, v in metrics.items()}})
         return self._save(rec.model_copy(update={"stage": "trained", "training": summary}))
 
-    def _previous_model(self, n: int) -> Path | None:
-        for k in range(n - 1, 0, -1):
-            m = self.round_dir(k) / "model"
-            if m.is_dir():
-                return m
-        return None
-
     # .............................................................. 3. evaluate
 
     async def _evaluate_stage(self, rec: RoundRecord) -> RoundRecord:
@@ -815,15 +307,7 @@ class Flywheel:
             if local is None:
                 self._say(f"round {rec.round}: the challenger on the held-out set ({len(labels)} items)")
                 judge = self.load_local(rec.round)
-                got = await judge.ajudge_many([t.to_input() for t in self.heldout])
-                local = [self._as_verdict(r) for r in got]
-                _write_verdicts_atomic(
-                    self.round_dir(rec.round) / "heldout.jsonl",
-                    [
-                        VerdictRecord(key=_trace_key(t), judge=str(judge.name), result=r, label=t.winner)
-                        for t, r in zip(self.heldout, local, strict=True)
-                    ],
-                )
+                local = await self._judge_heldout(judge, self.round_dir(rec.round) / "heldout.jsonl")
             challenger = evaluate_on_heldout(rec.round, local, teacher, labels, s)
         champ = self.state.champion
         champion = await self._evaluate_round_model(champ, s) if champ is not None else None

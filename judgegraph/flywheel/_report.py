@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..jobs._plots import bar_chart, line_chart
-from ..jobs._report import _CHECK, _CSS
+from ..jobs._report_render import _CHECK, _CSS
 from ._records import FlywheelState, RoundRecord
 
 __all__ = [

@@ -6,8 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._ratelimit import RateLimitedBackend, RateLimiter, TokenBucket
-from ._runner import JobProgress, JobSummary, ProgressCallback, run_job, run_spec
-from ._sources import Shard, SourceRow, detect_format, expand_paths, iter_rows, langsmith_row, otel_rows
+from ._recorder import JobProgress, JobSummary, ProgressCallback
+from ._runner import run_job, run_spec
+from ._sources import Shard, detect_format, expand_paths, iter_rows
+from ._sources_files import SourceRow
+from ._sources_traces import langsmith_row, otel_rows
 from ._spec import (
     BackendConfig,
     JobSpec,
@@ -26,7 +29,8 @@ from ._store import ItemRecord, ResultRecord, RunInfo, RunMismatchError, Store, 
 
 if TYPE_CHECKING:
     from ._ray import run_spec_ray
-    from ._report import ReportData, build_report, write_report
+    from ._report import build_report, write_report
+    from ._report_data import ReportData
 
 __all__ = [
     "BackendConfig",
@@ -71,7 +75,7 @@ __all__ = [
 # The Ray engine needs the 'ray' extra and reports need 'metrics': load them on first use.
 _LAZY = {
     "run_spec_ray": "._ray",
-    "ReportData": "._report",
+    "ReportData": "._report_data",
     "build_report": "._report",
     "write_report": "._report",
 }

@@ -22,18 +22,10 @@ from typing import Any
 
 from .._backend import MissingExtraError
 from .._judge import coerce_input
+from ._judging import fingerprint_for, judge_prepared, limit_context
 from ._ratelimit import RateLimiter
-from ._runner import (
-    JobSummary,
-    ProgressCallback,
-    _pool_size,
-    _Recorder,
-    _summary,
-    default_run_id,
-    fingerprint_for,
-    judge_prepared,
-    limit_context,
-)
+from ._recorder import JobProgress, JobSummary, ProgressCallback, _Recorder, _summary
+from ._runner import _pool_size, default_run_id
 from ._sources import Shard, count_rows, expand_paths, iter_shard, plan_shards
 from ._spec import INPUT_MODELS, JobSpec, PreparedRow, RowPreparer, build_backend, build_judge, config_hash
 from ._store import Store
@@ -213,8 +205,6 @@ def run_spec_ray(
     st = Store(store) if not isinstance(store, Store) else store
     try:
         _, resumed = st.open_run(run_id, config_hash=chash, kind=spec.judge.kind, spec=spec.model_dump(mode="json"))
-        from ._runner import JobProgress
-
         prog = JobProgress(total=count_rows(paths, spec.source.format))
         rec = _Recorder(st, run_id, chash, prog, progress)
         started = time.monotonic()

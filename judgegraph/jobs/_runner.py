@@ -10,19 +10,16 @@ problem that kept it from being judged.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from .._backend import Backend
-from .._judge import BaseJudge, JudgeInputError
-from ._ratelimit import RateLimitedBackend, RateLimiter
+from ._judging import failure_record, fingerprint_for, judge_prepared, limit_context, verdict_record
+from ._ratelimit import RateLimiter
+from ._recorder import JobProgress, JobSummary, ProgressCallback, _Recorder, _summary
 from ._sources import count_rows, expand_paths, iter_rows
 from ._spec import (
     JobSpec,
@@ -32,249 +29,10 @@ from ._spec import (
     build_backend,
     build_judge,
     config_hash,
-    judge_fingerprint,
 )
-from ._store import ItemRecord, ResultRecord, Store
+from ._store import Store
 
-__all__ = ["JobProgress", "JobSummary", "ProgressCallback", "run_job", "run_spec", "verdict_record"]
-
-
-@dataclass
-class JobProgress:
-    """Counts so far, for progress displays. ``total`` is None when the
-    source cannot be counted cheaply."""
-
-    total: int | None = None
-    rows: int = 0
-    judged: int = 0
-    cached: int = 0
-    ok: int = 0
-    unparsed: int = 0
-    errors: int = 0
-    invalid: int = 0
-    cost_usd: float = 0.0
-    tokens: int = 0
-    requests: int = 0  # model calls made for the items judged now, retries and repairs included
-    started: float = field(default_factory=time.monotonic)
-
-    @property
-    def done(self) -> int:
-        """Rows accounted for: judged now, found in the store, or invalid."""
-        return self.judged + self.cached + self.invalid
-
-    @property
-    def failed(self) -> int:
-        return self.unparsed + self.errors
-
-
-ProgressCallback = Callable[[JobProgress], None]
-
-
-class JobSummary(BaseModel):
-    """What a run did. ``problems`` lists the first input problems and
-    judge failures by row; all of them are in the store."""
-
-    model_config = ConfigDict(frozen=True)
-
-    run_id: str
-    store: str
-    config_hash: str
-    engine: str
-    resumed: bool
-    rows: int
-    judged: int
-    cached: int
-    ok: int
-    unparsed: int
-    errors: int
-    invalid: int
-    cost_usd: float
-    tokens: int
-    elapsed_s: float
-    problems: list[str]
-    problems_total: int
-    requests: int = 0  # model calls for the items judged now, retries and repair rounds included
-
-
-_MAX_PROBLEMS = 100
-
-
-class _Recorder:
-    """Shared by both engines: turns prepared rows and verdicts into store
-    writes and progress counts, identically."""
-
-    def __init__(
-        self, store: Store, run_id: str, config_hash: str, progress: JobProgress, callback: ProgressCallback | None
-    ) -> None:
-        self.store = store
-        self.run_id = run_id
-        self.config_hash = config_hash
-        self.progress = progress
-        self.callback = callback
-        self.problems: list[str] = []
-        self.problems_total = 0
-        self.started_wall = time.time()
-
-    def problem(self, text: str) -> None:
-        self.problems_total += 1
-        if len(self.problems) < _MAX_PROBLEMS:
-            self.problems.append(text)
-
-    def row(self, prep: PreparedRow) -> None:
-        input_json = prep.item.model_dump_json(exclude_none=True) if prep.item is not None else None
-        self.row_fields(
-            prep.file, prep.row, prep.item_hash, prep.item_id, prep.label, prep.category, prep.problem, input_json
-        )
-
-    def row_fields(
-        self,
-        file: int,
-        row: int,
-        item_hash: str | None,
-        item_id: str | None,
-        label: str | None,
-        category: str | None,
-        problem: str | None,
-        input_json: str | None,
-    ) -> None:
-        self.progress.rows += 1
-        self.store.add_item(
-            ItemRecord(self.run_id, file, row, item_hash, item_id, label, category, problem), input_json
-        )
-        if problem is not None:
-            self.problem(problem)
-        if item_hash is None:
-            self.progress.invalid += 1
-            self._tick()
-
-    def cached(self) -> None:
-        self.progress.cached += 1
-        self._tick()
-
-    def needs_judging(self, prep: PreparedRow, rerun_failed: bool) -> bool:
-        assert prep.item_hash is not None
-        got = self.store.result_status(self.config_hash, prep.item_hash)
-        if got is None:
-            return True
-        if rerun_failed and got != "ok" and not self._judged_this_run(prep.item_hash):
-            return True
-        self.cached()
-        return False
-
-    def _judged_this_run(self, item_hash: str) -> bool:
-        return self.store.finished_at(self.config_hash, item_hash) >= self.started_wall
-
-    def result(self, where: str, record: ResultRecord) -> None:
-        self.store.add_result(record)
-        p = self.progress
-        p.judged += 1
-        if record.status == "ok":
-            p.ok += 1
-        elif record.status == "unparsed":
-            p.unparsed += 1
-        else:
-            p.errors += 1
-        if record.status != "ok":
-            self.problem(f"{where}: {record.status}: {record.reason}")
-        p.cost_usd += record.cost_usd or 0.0
-        p.tokens += record.prompt_tokens + record.completion_tokens
-        p.requests += record.attempts
-        self._tick()
-
-    def _tick(self) -> None:
-        if self.callback is not None:
-            self.callback(self.progress)
-
-
-def verdict_record(config_hash: str, item_hash: str, verdict: Any) -> ResultRecord:
-    """A judge's result (any pydantic result with ``status``) as a store record."""
-    prov = getattr(verdict, "provenance", None)
-    usage = getattr(prov, "usage", None)
-    status = getattr(verdict, "status", None)
-    return ResultRecord(
-        config_hash=config_hash,
-        item_hash=item_hash,
-        status=str(getattr(status, "value", status)),
-        reason=getattr(verdict, "reason", None),
-        result=verdict.model_dump_json() if isinstance(verdict, BaseModel) else json.dumps(verdict),
-        cost_usd=getattr(prov, "cost_usd", None),
-        prompt_tokens=getattr(usage, "prompt_tokens", 0),
-        completion_tokens=getattr(usage, "completion_tokens", 0),
-        attempts=getattr(prov, "attempts", 1),
-        finished_at=time.time(),
-    )
-
-
-def failure_record(config_hash: str, item_hash: str, exc: BaseException) -> ResultRecord:
-    """A judge that raised instead of returning a failed result: recorded as
-    an error with the exception, never as a score."""
-    reason = str(exc) if isinstance(exc, JudgeInputError) else f"{type(exc).__name__}: {exc}"
-    return ResultRecord(
-        config_hash,
-        item_hash,
-        "error",
-        reason,
-        json.dumps({"status": "error", "reason": reason}),
-        None,
-        0,
-        0,
-        1,
-        time.time(),
-    )
-
-
-async def judge_prepared(
-    judge: Any, prep: PreparedRow, *, context: Any, backend: Backend | None, config_hash: str
-) -> ResultRecord:
-    assert prep.item is not None and prep.item_hash is not None
-    try:
-        if backend is not None and isinstance(judge, BaseJudge):
-            verdict = await judge.ajudge(prep.item, backend=backend, context=context)
-        else:
-            verdict = await judge.ajudge(prep.item, context=context)
-    except Exception as exc:
-        return failure_record(config_hash, prep.item_hash, exc)
-    if getattr(verdict, "status", None) is None:
-        return failure_record(
-            config_hash, prep.item_hash, TypeError(f"judge returned a {type(verdict).__name__} without a status")
-        )
-    return verdict_record(config_hash, prep.item_hash, verdict)
-
-
-def _is_backend(v: Any) -> bool:
-    return all(hasattr(v, a) for a in ("name", "model", "capabilities", "generate"))
-
-
-def limit_context(
-    judge: Any, context: Mapping[str, Any] | None, limiter: RateLimiter | None
-) -> tuple[dict[str, Any], Backend | None]:
-    """The context with every backend in it behind the limiter, and the
-    judge's own fixed backend (if it has one) likewise."""
-    ctx = dict(context or {})
-    fixed: Backend | None = None
-    if limiter is not None:
-        for k, v in list(ctx.items()):
-            if _is_backend(v):
-                ctx[k] = RateLimitedBackend(v, limiter)
-        own = getattr(judge, "backend", None)
-        if own is not None and not isinstance(own, str) and _is_backend(own):
-            fixed = RateLimitedBackend(own, limiter)
-    return ctx, fixed
-
-
-def fingerprint_for(judge: Any, context: Mapping[str, Any] | None) -> dict[str, Any]:
-    backend = None
-    if isinstance(judge, BaseJudge):
-        try:
-            backend = judge.resolve_backend(None, context)
-        except TypeError:
-            backend = None  # a composite (cascade, ensemble): its parts name their own backends
-    fp = judge_fingerprint(judge, backend)
-    if backend is None and context:
-        fp["context_backends"] = {
-            k: {"name": v.name, "model": v.model} for k, v in sorted(context.items()) if _is_backend(v)
-        }
-    return fp
+__all__ = ["run_job", "run_spec"]
 
 
 def default_run_id(source: SourceConfig, config_hash: str) -> str:
@@ -491,30 +249,6 @@ async def _drive_batches(
         if len(chunk) >= batch_size:
             await run_chunk()
     await run_chunk()
-
-
-def _summary(rec: _Recorder, store: Store, engine: str, resumed: bool, elapsed: float) -> JobSummary:
-    p = rec.progress
-    return JobSummary(
-        run_id=rec.run_id,
-        store=str(store.path),
-        config_hash=rec.config_hash,
-        engine=engine,
-        resumed=resumed,
-        rows=p.rows,
-        judged=p.judged,
-        cached=p.cached,
-        ok=p.ok,
-        unparsed=p.unparsed,
-        errors=p.errors,
-        invalid=p.invalid,
-        cost_usd=p.cost_usd,
-        tokens=p.tokens,
-        requests=p.requests,
-        elapsed_s=elapsed,
-        problems=rec.problems,
-        problems_total=rec.problems_total,
-    )
 
 
 def _pool_size(spec: JobSpec) -> int:

@@ -24,7 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .._backend import Backend
 from .._judge import BaseJudge, JudgeInputError, coerce_input
 from ..types import ConversationInput, Criterion, PairwiseInput, PointwiseInput, Pricing, RetryPolicy, SwapPolicy
-from ._sources import SourceRow, _norm_messages, lookup
+from ._sources import lookup
+from ._sources_files import SourceRow
+from ._sources_traces import _norm_messages
 
 __all__ = [
     "BackendConfig",

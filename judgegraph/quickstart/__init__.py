@@ -22,16 +22,10 @@ from ._data import (
 )
 
 if TYPE_CHECKING:
+    from ._models import BudgetChoice, QuickstartOptions, QuickstartResult, TableRow
     from ._render import print_result, result_markdown, result_table
-    from ._run import (
-        BudgetChoice,
-        QuickstartOptions,
-        QuickstartResult,
-        TableRow,
-        arun_quickstart,
-        run_quickstart,
-        table_row,
-    )
+    from ._run import arun_quickstart, run_quickstart
+    from ._stored import table_row
 
 __all__ = [
     "PANDALM_ITEMS",
@@ -52,13 +46,13 @@ __all__ = [
 ]
 
 _LAZY = {
-    "BudgetChoice": "._run",
-    "QuickstartOptions": "._run",
-    "QuickstartResult": "._run",
-    "TableRow": "._run",
+    "BudgetChoice": "._models",
+    "QuickstartOptions": "._models",
+    "QuickstartResult": "._models",
+    "TableRow": "._models",
     "arun_quickstart": "._run",
     "run_quickstart": "._run",
-    "table_row": "._run",
+    "table_row": "._stored",
     "print_result": "._render",
     "result_markdown": "._render",
     "result_table": "._render",

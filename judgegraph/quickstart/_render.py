@@ -5,7 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ._run import QuickstartResult, TableRow, escalation_rule
+from ._budget import escalation_rule
+from ._models import QuickstartResult, TableRow
 
 __all__ = ["print_result", "result_markdown", "result_table"]
 

@@ -21,15 +21,13 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from judgegraph._cascade import Abstain, CascadeJudge, LowConfidence, Tier
 from judgegraph._judge import BaseJudge
 from judgegraph.datasets import PandaLMItem
-from judgegraph.types import PairwiseVerdict, Status
 
+from ._budget import _pick_budget, escalation_rule
 from ._data import QuickstartSplit, load_bundled_pandalm, split_by_instruction
 from ._judges import (
     GPT35_PRICING,
@@ -40,106 +38,13 @@ from ._judges import (
     parse_endpoint,
     recorded_teacher,
 )
+from ._models import QuickstartOptions, QuickstartResult
+from ._stored import _stored_results, table_row
 
-__all__ = [
-    "DEFAULT_OPENAI_TEACHER",
-    "BudgetChoice",
-    "QuickstartOptions",
-    "QuickstartResult",
-    "TableRow",
-    "arun_quickstart",
-    "run_quickstart",
-    "table_row",
-]
+__all__ = ["DEFAULT_OPENAI_TEACHER", "arun_quickstart", "run_quickstart"]
 
 #: The teacher used when OPENAI_API_KEY is set and no --escalate is given.
 DEFAULT_OPENAI_TEACHER = "openai:gpt-4o-mini"
-
-#: Escalation budgets the planner tries (shares of items sent to the teacher).
-BUDGET_GRID = tuple(round(0.05 * k, 2) for k in range(1, 20))
-
-
-class QuickstartOptions(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    workdir: Path = Path(".judgegraph/quickstart")
-    judge: str | None = Field(
-        default=None, description="tier 1: None trains the local judge; or openai:MODEL[@URL], vllm:MODEL@URL, tgi:URL"
-    )
-    escalate: str | None = Field(
-        default=None,
-        description="tier 2: replay (recorded gpt-3.5-turbo), or an endpoint; None: OpenAI when OPENAI_API_KEY "
-        "is set, else replay",
-    )
-    limit: int | None = Field(default=None, ge=10, description="use about this many items (whole prompts)")
-    budget: float = Field(default=0.5, gt=0, le=1, description="the most items the planner may send up")
-    target: float | None = Field(
-        default=None, ge=0, le=1, description="agreement to reach; default: the teacher's own on calibration"
-    )
-    seed: int = 0
-    heldout_fraction: float = Field(default=0.3, gt=0, lt=1)
-    calibration_fraction: float = Field(default=0.25, gt=0, lt=1)
-    train_labels: Literal["human", "teacher"] = Field(
-        default="teacher",
-        description="what the local judge learns from: the teacher's recorded verdicts (distillation; humans "
-        "only measure) or the human majority",
-    )
-    progress: bool = True
-
-
-class TableRow(BaseModel):
-    """One line of the result table, computed from the stored per-item results."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    judge: str
-    run_id: str
-    items: int
-    agreement: float | None = Field(description="share of items whose verdict equals the human majority")
-    correct: int
-    failed: int = Field(description="items without a usable verdict (counted as wrong)")
-    escalated_share: float = Field(description="share of items sent to the teacher")
-    cost_usd: float | None = Field(description="total; None when a judge is unpriced")
-
-    @property
-    def cost_per_1k(self) -> float | None:
-        return None if self.cost_usd is None else 1000 * self.cost_usd / self.items
-
-
-class BudgetChoice(BaseModel):
-    """The planner's pick, made on the calibration split only."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    calibration_items: int
-    fraction: float = Field(description="share of calibration items the chosen policy sends to the teacher")
-    threshold: float | None = Field(description="local-judge confidence below which an item escalates")
-    policy: str
-    recommendation: str
-    calibration_agreement: float
-    calibration_local: float
-    calibration_teacher: float
-
-
-class QuickstartResult(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    split: str
-    fit_items: int
-    train_traces: int | None = Field(description="traces the local judge learned from; None for an endpoint judge")
-    calibration_items: int
-    heldout_items: int
-    local_judge: str
-    teacher: str
-    reused_judge: bool
-    budget: BudgetChoice
-    rows: list[TableRow]
-    store: Path
-    report: Path
-    summary: Path
-    seconds: dict[str, float]
-    notes: list[str]
 
 
 # ------------------------------------------------------------------ sources
@@ -181,7 +86,7 @@ async def _run(
 ) -> str:
     """Judge the source through the pairwise graph into the store; returns the run id."""
     from judgegraph.jobs import SourceConfig, config_hash, run_job
-    from judgegraph.jobs._runner import fingerprint_for
+    from judgegraph.jobs._judging import fingerprint_for
 
     gj = GraphJudge(judge, name=name, fingerprint=fingerprint)
     ctx = gj.context()
@@ -209,122 +114,6 @@ async def _run(
     if summary.invalid:
         raise RuntimeError(f"{name}: {summary.invalid} rows could not be read: {summary.problems[:3]}")
     return run_id
-
-
-def _stored_results(store: Any, run_id: str) -> tuple[dict[str, PairwiseVerdict], dict[str, str]]:
-    results: dict[str, PairwiseVerdict] = {}
-    labels: dict[str, str] = {}
-    for r in store.rows(run_id):
-        if r.item_hash is None or r.result is None:
-            raise RuntimeError(f"run {run_id}: row {r.row} has no stored result")
-        results[r.item_hash] = PairwiseVerdict.model_validate(r.result)
-        if r.label is not None:
-            labels[r.item_hash] = r.label
-    return results, labels
-
-
-def table_row(
-    store: Any, run_id: str, *, name: str, judge: str, escalation: Literal["none", "all", "tiers"]
-) -> TableRow:
-    """A table row recomputed from the stored per-item results of a run, with
-    :func:`judgegraph.metrics.accuracy` (failed verdicts count as wrong)."""
-    from judgegraph import metrics
-
-    preds: list[Any] = []
-    refs: list[Any] = []
-    escalated = 0
-    costs: list[float | None] = []
-    rows = list(store.rows(run_id))
-    for r in rows:
-        res = r.result or {}
-        if r.status == "ok":
-            preds.append(res.get("winner"))
-        else:
-            preds.append(Status(r.status) if r.status in ("unparsed", "error") else Status.ERROR)
-        refs.append(r.label)
-        costs.append(r.cost_usd)
-        if escalation == "all":
-            escalated += 1
-        elif escalation == "tiers":
-            escalated += len(res.get("tiers") or ()) > 1
-    if not rows:
-        raise RuntimeError(f"run {run_id} has no rows")
-    acc = metrics.accuracy(preds, refs, unparsed="wrong")
-    failed = sum(isinstance(p, Status) for p in preds)
-    correct = sum(p == r for p, r in zip(preds, refs, strict=True) if not isinstance(p, Status))
-    total = None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
-    return TableRow(
-        name=name,
-        judge=judge,
-        run_id=run_id,
-        items=len(rows),
-        agreement=acc.value,
-        correct=correct,
-        failed=failed,
-        escalated_share=escalated / len(rows),
-        cost_usd=total,
-    )
-
-
-# ------------------------------------------------------------------ planning
-
-
-def _pick_budget(
-    local: dict[str, PairwiseVerdict],
-    teacher: dict[str, PairwiseVerdict],
-    labels: dict[str, str],
-    *,
-    budget: float,
-    target: float | None,
-) -> BudgetChoice:
-    """Let the planner pick the escalation budget on the calibration results,
-    and turn it into a confidence threshold the graph applies item by item."""
-    from judgegraph._planner import plan_cascades
-
-    table = {"local": local, "teacher": teacher}
-    costs = {"local": 0.0, "teacher": 1.0}  # cost = share of items the teacher judges
-    common: dict[str, Any] = {
-        "labels": labels,
-        "costs": costs,
-        "budgets": BUDGET_GRID,
-        "max_thresholds": 0,
-        "tie_credit": 0.0,
-    }
-    first = plan_cascades(table, max_cost=budget, **common)
-    alone = {c.name: c for c in first.candidates if len(c.tiers) == 1}
-    local_acc, teacher_acc = alone["local"].agreement, alone["teacher"].agreement
-    goal = teacher_acc if target is None else target
-    plan = plan_cascades(table, target_agreement=goal, max_cost=budget, **common)
-    if plan.recommended is None:
-        plan = first
-    chosen = plan.recommended
-    assert chosen is not None  # local alone (cost 0) is always within the budget
-    why = plan.recommendation if plan is not first else f"{plan.recommendation} (none reached {goal:.3f})"
-    if [t.judge for t in chosen.tiers] == ["teacher"]:
-        fraction = 1.0
-    elif len(chosen.tiers) == 1:
-        fraction = 0.0
-    else:
-        fraction = chosen.reach[1]
-    confidences = sorted(v.confidence for v in local.values() if v.ok and v.confidence is not None)
-    k = round(fraction * len(labels))
-    threshold: float | None
-    if fraction >= 1.0:
-        threshold = None  # every item goes up
-    elif k == 0:
-        threshold = 0.0
-    else:
-        threshold = confidences[min(k, len(confidences) - 1)]
-    return BudgetChoice(
-        calibration_items=len(labels),
-        fraction=fraction,
-        threshold=threshold,
-        policy=chosen.name,
-        recommendation=why,
-        calibration_agreement=chosen.agreement,
-        calibration_local=local_acc,
-        calibration_teacher=teacher_acc,
-    )
 
 
 # ------------------------------------------------------------------ the job
@@ -541,15 +330,6 @@ async def arun_quickstart(
     )
     result.summary.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return result
-
-
-def escalation_rule(threshold: float | None) -> str:
-    """The per-item rule a budget became, in words."""
-    if threshold is None:
-        return "always"
-    if threshold <= 0:
-        return "never (only failed verdicts)"
-    return f"when the local confidence < {threshold:.4f}"
 
 
 def _bundled_file(name: str) -> Any:

@@ -1,0 +1,109 @@
+"""Judging one prepared row into a store record, and the judge setup both engines share."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from .._backend import Backend
+from .._judge import BaseJudge, JudgeInputError
+from ._ratelimit import RateLimitedBackend, RateLimiter
+from ._spec import PreparedRow, judge_fingerprint
+from ._store import ResultRecord
+
+__all__ = ["failure_record", "fingerprint_for", "judge_prepared", "limit_context", "verdict_record"]
+
+
+def verdict_record(config_hash: str, item_hash: str, verdict: Any) -> ResultRecord:
+    """A judge's result (any pydantic result with ``status``) as a store record."""
+    prov = getattr(verdict, "provenance", None)
+    usage = getattr(prov, "usage", None)
+    status = getattr(verdict, "status", None)
+    return ResultRecord(
+        config_hash=config_hash,
+        item_hash=item_hash,
+        status=str(getattr(status, "value", status)),
+        reason=getattr(verdict, "reason", None),
+        result=verdict.model_dump_json() if isinstance(verdict, BaseModel) else json.dumps(verdict),
+        cost_usd=getattr(prov, "cost_usd", None),
+        prompt_tokens=getattr(usage, "prompt_tokens", 0),
+        completion_tokens=getattr(usage, "completion_tokens", 0),
+        attempts=getattr(prov, "attempts", 1),
+        finished_at=time.time(),
+    )
+
+
+def failure_record(config_hash: str, item_hash: str, exc: BaseException) -> ResultRecord:
+    """A judge that raised instead of returning a failed result: recorded as
+    an error with the exception, never as a score."""
+    reason = str(exc) if isinstance(exc, JudgeInputError) else f"{type(exc).__name__}: {exc}"
+    return ResultRecord(
+        config_hash,
+        item_hash,
+        "error",
+        reason,
+        json.dumps({"status": "error", "reason": reason}),
+        None,
+        0,
+        0,
+        1,
+        time.time(),
+    )
+
+
+async def judge_prepared(
+    judge: Any, prep: PreparedRow, *, context: Any, backend: Backend | None, config_hash: str
+) -> ResultRecord:
+    assert prep.item is not None and prep.item_hash is not None
+    try:
+        if backend is not None and isinstance(judge, BaseJudge):
+            verdict = await judge.ajudge(prep.item, backend=backend, context=context)
+        else:
+            verdict = await judge.ajudge(prep.item, context=context)
+    except Exception as exc:
+        return failure_record(config_hash, prep.item_hash, exc)
+    if getattr(verdict, "status", None) is None:
+        return failure_record(
+            config_hash, prep.item_hash, TypeError(f"judge returned a {type(verdict).__name__} without a status")
+        )
+    return verdict_record(config_hash, prep.item_hash, verdict)
+
+
+def _is_backend(v: Any) -> bool:
+    return all(hasattr(v, a) for a in ("name", "model", "capabilities", "generate"))
+
+
+def limit_context(
+    judge: Any, context: Mapping[str, Any] | None, limiter: RateLimiter | None
+) -> tuple[dict[str, Any], Backend | None]:
+    """The context with every backend in it behind the limiter, and the
+    judge's own fixed backend (if it has one) likewise."""
+    ctx = dict(context or {})
+    fixed: Backend | None = None
+    if limiter is not None:
+        for k, v in list(ctx.items()):
+            if _is_backend(v):
+                ctx[k] = RateLimitedBackend(v, limiter)
+        own = getattr(judge, "backend", None)
+        if own is not None and not isinstance(own, str) and _is_backend(own):
+            fixed = RateLimitedBackend(own, limiter)
+    return ctx, fixed
+
+
+def fingerprint_for(judge: Any, context: Mapping[str, Any] | None) -> dict[str, Any]:
+    backend = None
+    if isinstance(judge, BaseJudge):
+        try:
+            backend = judge.resolve_backend(None, context)
+        except TypeError:
+            backend = None  # a composite (cascade, ensemble): its parts name their own backends
+    fp = judge_fingerprint(judge, backend)
+    if backend is None and context:
+        fp["context_backends"] = {
+            k: {"name": v.name, "model": v.model} for k, v in sorted(context.items()) if _is_backend(v)
+        }
+    return fp

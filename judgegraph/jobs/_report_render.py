@@ -1,0 +1,304 @@
+"""Rendering a :class:`ReportData`: the self-contained HTML page with its figures, and Markdown."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from html import escape
+from typing import Any
+
+from ._plots import bar_chart, heatmap, line_chart
+from ._report_data import ReportData
+
+__all__ = ["render_html", "render_markdown"]
+
+
+def _pct(x: Any) -> str:
+    return "n/a" if x is None else f"{100 * float(x):.1f}%"
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{float(x):.{digits}f}"
+
+
+def _metric(meta: dict[str, Any] | None, *path: str) -> Any:
+    cur: Any = meta
+    for p in path:
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(p)
+    return cur
+
+
+def _sorted_keys(keys: Iterable[str]) -> list[str]:
+    def k(s: str) -> tuple[int, float | str]:
+        try:
+            return (0, float(s))
+        except ValueError:
+            return (1, s)
+
+    return sorted(keys, key=k)
+
+
+def _figures(d: ReportData) -> list[tuple[str, str, str]]:
+    """(id, html, caption) for each figure; a figure that does not apply says why."""
+    figs: list[tuple[str, str, str]] = []
+    if d.confusion:
+        figs.append(
+            (
+                "confusion",
+                heatmap(
+                    "Confusion matrix",
+                    d.labels[:-1],
+                    d.labels,
+                    d.confusion,
+                    row_label="human label",
+                    col_label="judge verdict",
+                    kind="confusion",
+                ),
+                f"{d.n_labeled} labeled rows; 'failed' = unparsed or error.",
+            )
+        )
+    else:
+        figs.append(("confusion", "", "No confusion matrix: the run has no human labels (map one with --label)."))
+    if d.score_distribution:
+        series = {k: v for k, v in d.score_distribution.items() if not k.startswith("criterion: ")}
+        cats = _sorted_keys({x for v in series.values() for x in v})
+        figs.append(
+            (
+                "scores",
+                bar_chart(
+                    "Score distribution",
+                    cats,
+                    {k: [v.get(c, 0) for c in cats] for k, v in series.items()},
+                    x_label="verdict" if d.kind == "pairwise" else "score",
+                    kind="scores",
+                ),
+                "Judge verdicts (ok rows) and human labels.",
+            )
+        )
+        for name, v in d.score_distribution.items():
+            if name.startswith("criterion: "):
+                cats = _sorted_keys(v)
+                figs.append(
+                    (
+                        f"scores-{name}",
+                        bar_chart(name, cats, {"judge": [v[c] for c in cats]}, x_label="score", kind="scores"),
+                        "",
+                    )
+                )
+    cal = d.calibration
+    if cal and any(b.get("count") for b in cal.get("bins", [])):
+        pts = [(b["mean_confidence"], b["accuracy"]) for b in cal["bins"] if b.get("count")]
+        figs.append(
+            (
+                "calibration",
+                line_chart(
+                    "Calibration (reliability)",
+                    {"judge": pts},
+                    x_label="confidence",
+                    y_label="accuracy",
+                    x_range=(0, 1),
+                    y_range=(0, 1),
+                    diagonal=True,
+                    kind="calibration",
+                ),
+                f"ECE {_num(cal.get('ece'))} over {_metric(cal, 'counts', 'used')} rows; "
+                "the diagonal is perfect calibration.",
+            )
+        )
+    else:
+        figs.append(
+            (
+                "calibration",
+                "",
+                "No calibration curve: needs human labels and judge confidences "
+                "(token probabilities, or swap agreement for pairwise).",
+            )
+        )
+    casc = d.cascade
+    if casc:
+        xkey = casc["x"]
+        pts = [(p[xkey], p["accuracy"]) for p in casc["points"] if p["accuracy"] is not None and p[xkey] is not None]
+        if pts:
+            figs.append(
+                (
+                    "cascade",
+                    line_chart(
+                        "Cost vs agreement (cascade)",
+                        {"cascade": pts},
+                        x_label="USD per item" if xkey == "cost_per_item" else "share escalated",
+                        y_label="agreement with labels",
+                        y_range=(0.0, 1.0),
+                        kind="cascade",
+                    ),
+                    casc["note"],
+                )
+            )
+        else:
+            figs.append(("cascade", "", "Cascade run without human labels: no agreement to plot."))
+    else:
+        figs.append(("cascade", "", "Not a cascade run: no cost–agreement curve."))
+    if d.position_by_category:
+        cats = sorted(d.position_by_category)
+        figs.append(
+            (
+                "position",
+                bar_chart(
+                    "Position consistency",
+                    cats,
+                    {
+                        "consistent": [d.position_by_category[c]["consistent"] for c in cats],
+                        "inconsistent": [d.position_by_category[c]["inconsistent"] for c in cats],
+                    },
+                    x_label="category",
+                    kind="position",
+                ),
+                f"Same winner in both orders: {_pct(_metric(d.position, 'consistency'))}; first-shown answer won "
+                f"both orders {_metric(d.position, 'n_prefer_first_position')}×, second-shown "
+                f"{_metric(d.position, 'n_prefer_second_position')}×.",
+            )
+        )
+    else:
+        figs.append(("position", "", "No position consistency: needs a pairwise run with both orders (swap=both)."))
+    return figs
+
+
+def _headline(d: ReportData) -> list[tuple[str, str]]:
+    m = d.metrics
+    out = [
+        ("rows", f"{d.counts.get('rows', 0):,}"),
+        ("ok", f"{d.counts.get('ok', 0):,}"),
+        ("unparsed", f"{d.counts.get('unparsed', 0):,}"),
+        ("error", f"{d.counts.get('error', 0):,}"),
+        ("invalid input", f"{d.counts.get('invalid', 0):,}"),
+        ("pending", f"{d.counts.get('pending', 0):,}"),
+        ("cost", "unpriced" if d.cost_usd is None else f"${d.cost_usd:,.4f}"),
+        ("tokens", f"{d.tokens['prompt'] + d.tokens['completion']:,}"),
+    ]
+    if m:
+        out.append(("accuracy", _pct(_metric(m, "accuracy", "value"))))
+        out.append(("Cohen's κ", _num(_metric(m, "cohen_kappa", "value"))))
+        if d.kind != "pairwise":
+            out.append(("Spearman ρ", _num(_metric(m, "correlations", "spearman", "value"))))
+    if d.position:
+        out.append(("position consistency", _pct(d.position.get("consistency"))))
+    return out
+
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}
+header{background:#1d2430;color:#fff;padding:18px 28px}header h1{margin:0;font-size:20px}
+header p{margin:4px 0 0;color:#c5cbd6}main{padding:20px 28px;max-width:1400px}
+.kpis{display:flex;flex-wrap:wrap;gap:10px;margin-bottom:18px}
+.kpi{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:8px 14px;min-width:96px}
+.kpi b{display:block;font-size:18px}.kpi span{color:#5b6576;font-size:12px}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:16px}
+figure{background:#fff;border:1px solid #dde1e7;border-radius:6px;margin:0;padding:10px}
+figcaption{color:#5b6576;font-size:12px;margin-top:6px}.na{color:#8a93a3;font-style:italic;padding:30px 10px}
+table{border-collapse:collapse;background:#fff;margin:8px 0 18px}td,th{border:1px solid #dde1e7;padding:4px 10px;
+text-align:left}th{background:#eef1f5}h2{font-size:16px;margin:22px 0 8px}
+svg .axis{stroke:#333}svg .grid{stroke:#e3e6ea}svg .diag{stroke:#999;stroke-dasharray:4 4}
+svg text{font-family:inherit}svg .tick{font-size:10px;fill:#444}svg .label{font-size:11px;fill:#333}
+svg .ptitle{font-size:13px;font-weight:600;fill:#1d2430}svg .cell{font-size:12px}
+"""
+
+# Runs when the page is opened: records that every plot was laid out with a
+# size, so a headless browser can confirm the report rendered.
+_CHECK = """
+window.addEventListener('load',function(){var s=document.querySelectorAll('svg.plot'),ok=0;
+s.forEach(function(e){var b=e.getBoundingClientRect();
+if(b.width>0&&b.height>0&&e.querySelectorAll('rect,circle,polyline').length>0)ok++;});
+var el=document.getElementById('render-check');el.setAttribute('data-plots',String(s.length));
+el.setAttribute('data-rendered',String(ok));el.textContent=ok+' of '+s.length+' plots rendered';});
+"""
+
+
+_NONE = '<tr><td colspan="3">none</td></tr>'
+
+
+def render_html(d: ReportData) -> str:
+    model = _metric(d.judge, "backend", "model") or ""
+    judge = d.judge.get("judge", d.judge)
+    kpis = "".join(f'<div class="kpi"><b>{escape(v)}</b><span>{escape(k)}</span></div>' for k, v in _headline(d))
+    figs = []
+    for fid, svg, cap in _figures(d):
+        body = svg if svg else f'<div class="na">{escape(cap)}</div>'
+        caption = f"<figcaption>{escape(cap)}</figcaption>" if svg and cap else ""
+        figs.append(f'<figure id="fig-{escape(fid)}">{body}{caption}</figure>')
+    cats = "".join(
+        f"<tr><td>{escape(c)}</td><td>{v['rows']}</td><td>{v['ok']}</td><td>{v['failed']}</td>"
+        f"<td>{v['labeled']}</td><td>{_pct(v['accuracy'])}</td></tr>"
+        for c, v in d.by_category.items()
+    )
+    probs = "".join(
+        f"<tr><td>{escape(p['where'])}</td><td>{escape(p['kind'])}</td><td>{escape(p['reason'])}</td></tr>"
+        for p in d.problems
+    )
+    kinds = "".join(f"<tr><td>{escape(k)}</td><td>{n}</td></tr>" for k, n in d.problem_kinds.items())
+    meta_md = ""
+    if d.metrics:
+        rows = [
+            ("accuracy", _pct(_metric(d.metrics, "accuracy", "value"))),
+            ("agreement without ties", _pct(_metric(d.metrics, "agreement_without_ties", "value"))),
+            ("Cohen's kappa", _num(_metric(d.metrics, "cohen_kappa", "value"))),
+            ("weighted kappa", _num(_metric(d.metrics, "weighted_kappa", "value"))),
+            ("Krippendorff's alpha", _num(_metric(d.metrics, "krippendorff_alpha", "value"))),
+            ("Pearson", _num(_metric(d.metrics, "correlations", "pearson", "value"))),
+            ("Spearman", _num(_metric(d.metrics, "correlations", "spearman", "value"))),
+            ("Kendall", _num(_metric(d.metrics, "correlations", "kendall", "value"))),
+            ("longer answer wins", _pct(_metric(d.metrics, "length", "longer_win_rate"))),
+        ]
+        meta_md = "".join(f"<tr><td>{k}</td><td>{escape(v)}</td></tr>" for k, v in rows if v != "n/a")
+        meta_md = f"<h2>Agreement with human labels ({d.n_labeled} rows)</h2><table>{meta_md}</table>"
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>judgegraph report: {escape(d.run_id)}</title><style>{_CSS}</style></head>
+<body><header><h1>Run {escape(d.run_id)}</h1>
+<p>{escape(d.kind)} judge · {escape(str(judge.get("name") or judge.get("kind") or ""))} {escape(str(model))}
+· config {escape(d.config_hash[:12])} · {escape(d.state)} ·
+generated {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(d.generated_at))}</p></header>
+<main><div class="kpis">{kpis}</div>
+<p id="render-check" data-plots="0" data-rendered="0">plots not checked (scripts off)</p>
+<div class="grid">{"".join(figs)}</div>
+{meta_md}
+<h2>By category</h2><table><tr><th>category</th><th>rows</th><th>ok</th><th>failed</th><th>labeled</th>
+<th>accuracy (ok rows)</th></tr>{cats}</table>
+<h2>Problems by kind</h2><table><tr><th>kind</th><th>rows</th></tr>{kinds or _NONE}</table>
+<h2>First problems</h2><table><tr><th>where</th><th>kind</th><th>reason</th></tr>{probs or _NONE}
+</table></main><script>{_CHECK}</script></body></html>
+"""
+
+
+def render_markdown(d: ReportData) -> str:
+    lines = [f"# Run {d.run_id}", "", f"{d.kind} judge, config `{d.config_hash[:12]}`, {d.state}.", ""]
+    lines += ["| figure | value |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in _headline(d)]
+    if d.metrics:
+        from ..metrics import MetaEvalReport
+
+        lines += ["", MetaEvalReport.model_validate(d.metrics).to_markdown()]
+    if d.confusion:
+        lines += ["", "## Confusion matrix (rows: human, columns: judge)", ""]
+        lines += ["| human \\ judge | " + " | ".join(d.labels) + " |", "|---" * (len(d.labels) + 1) + "|"]
+        for lab, row in zip(d.labels, d.confusion, strict=False):
+            lines.append(f"| {lab} | " + " | ".join(str(x) for x in row) + " |")
+    if d.cascade:
+        lines += [
+            "",
+            "## Cascade",
+            "",
+            f"Tier use: {d.cascade['tier_use']}",
+            "",
+            "| escalated | USD/item | accuracy | |",
+            "|---|---|---|---|",
+        ]
+        for p in d.cascade["points"]:
+            lines.append(
+                f"| {_pct(p['escalated_share'])} | {_num(p['cost_per_item'], 6)} | {_pct(p['accuracy'])} "
+                f"| {'this run' if p['actual'] else ''} |"
+            )
+    if d.problem_kinds:
+        lines += ["", "## Problems by kind", "", "| kind | rows |", "|---|---|"]
+        lines += [f"| {k} | {n} |" for k, n in d.problem_kinds.items()]
+    return "\n".join(lines) + "\n"

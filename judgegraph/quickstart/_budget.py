@@ -1,0 +1,81 @@
+"""The escalation budget: the planner's pick on the calibration split, and the per-item rule it becomes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judgegraph.types import PairwiseVerdict
+
+from ._models import BudgetChoice
+
+__all__ = ["BUDGET_GRID", "escalation_rule"]
+
+#: Escalation budgets the planner tries (shares of items sent to the teacher).
+BUDGET_GRID = tuple(round(0.05 * k, 2) for k in range(1, 20))
+
+
+def _pick_budget(
+    local: dict[str, PairwiseVerdict],
+    teacher: dict[str, PairwiseVerdict],
+    labels: dict[str, str],
+    *,
+    budget: float,
+    target: float | None,
+) -> BudgetChoice:
+    """Let the planner pick the escalation budget on the calibration results,
+    and turn it into a confidence threshold the graph applies item by item."""
+    from judgegraph._planner import plan_cascades
+
+    table = {"local": local, "teacher": teacher}
+    costs = {"local": 0.0, "teacher": 1.0}  # cost = share of items the teacher judges
+    common: dict[str, Any] = {
+        "labels": labels,
+        "costs": costs,
+        "budgets": BUDGET_GRID,
+        "max_thresholds": 0,
+        "tie_credit": 0.0,
+    }
+    first = plan_cascades(table, max_cost=budget, **common)
+    alone = {c.name: c for c in first.candidates if len(c.tiers) == 1}
+    local_acc, teacher_acc = alone["local"].agreement, alone["teacher"].agreement
+    goal = teacher_acc if target is None else target
+    plan = plan_cascades(table, target_agreement=goal, max_cost=budget, **common)
+    if plan.recommended is None:
+        plan = first
+    chosen = plan.recommended
+    assert chosen is not None  # local alone (cost 0) is always within the budget
+    why = plan.recommendation if plan is not first else f"{plan.recommendation} (none reached {goal:.3f})"
+    if [t.judge for t in chosen.tiers] == ["teacher"]:
+        fraction = 1.0
+    elif len(chosen.tiers) == 1:
+        fraction = 0.0
+    else:
+        fraction = chosen.reach[1]
+    confidences = sorted(v.confidence for v in local.values() if v.ok and v.confidence is not None)
+    k = round(fraction * len(labels))
+    threshold: float | None
+    if fraction >= 1.0:
+        threshold = None  # every item goes up
+    elif k == 0:
+        threshold = 0.0
+    else:
+        threshold = confidences[min(k, len(confidences) - 1)]
+    return BudgetChoice(
+        calibration_items=len(labels),
+        fraction=fraction,
+        threshold=threshold,
+        policy=chosen.name,
+        recommendation=why,
+        calibration_agreement=chosen.agreement,
+        calibration_local=local_acc,
+        calibration_teacher=teacher_acc,
+    )
+
+
+def escalation_rule(threshold: float | None) -> str:
+    """The per-item rule a budget became, in words."""
+    if threshold is None:
+        return "always"
+    if threshold <= 0:
+        return "never (only failed verdicts)"
+    return f"when the local confidence < {threshold:.4f}"

@@ -1,0 +1,93 @@
+"""The quickstart's options and results: QuickstartOptions, TableRow, BudgetChoice, QuickstartResult."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["BudgetChoice", "QuickstartOptions", "QuickstartResult", "TableRow"]
+
+
+class QuickstartOptions(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    workdir: Path = Path(".judgegraph/quickstart")
+    judge: str | None = Field(
+        default=None, description="tier 1: None trains the local judge; or openai:MODEL[@URL], vllm:MODEL@URL, tgi:URL"
+    )
+    escalate: str | None = Field(
+        default=None,
+        description="tier 2: replay (recorded gpt-3.5-turbo), or an endpoint; None: OpenAI when OPENAI_API_KEY "
+        "is set, else replay",
+    )
+    limit: int | None = Field(default=None, ge=10, description="use about this many items (whole prompts)")
+    budget: float = Field(default=0.5, gt=0, le=1, description="the most items the planner may send up")
+    target: float | None = Field(
+        default=None, ge=0, le=1, description="agreement to reach; default: the teacher's own on calibration"
+    )
+    seed: int = 0
+    heldout_fraction: float = Field(default=0.3, gt=0, lt=1)
+    calibration_fraction: float = Field(default=0.25, gt=0, lt=1)
+    train_labels: Literal["human", "teacher"] = Field(
+        default="teacher",
+        description="what the local judge learns from: the teacher's recorded verdicts (distillation; humans "
+        "only measure) or the human majority",
+    )
+    progress: bool = True
+
+
+class TableRow(BaseModel):
+    """One line of the result table, computed from the stored per-item results."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    judge: str
+    run_id: str
+    items: int
+    agreement: float | None = Field(description="share of items whose verdict equals the human majority")
+    correct: int
+    failed: int = Field(description="items without a usable verdict (counted as wrong)")
+    escalated_share: float = Field(description="share of items sent to the teacher")
+    cost_usd: float | None = Field(description="total; None when a judge is unpriced")
+
+    @property
+    def cost_per_1k(self) -> float | None:
+        return None if self.cost_usd is None else 1000 * self.cost_usd / self.items
+
+
+class BudgetChoice(BaseModel):
+    """The planner's pick, made on the calibration split only."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    calibration_items: int
+    fraction: float = Field(description="share of calibration items the chosen policy sends to the teacher")
+    threshold: float | None = Field(description="local-judge confidence below which an item escalates")
+    policy: str
+    recommendation: str
+    calibration_agreement: float
+    calibration_local: float
+    calibration_teacher: float
+
+
+class QuickstartResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    split: str
+    fit_items: int
+    train_traces: int | None = Field(description="traces the local judge learned from; None for an endpoint judge")
+    calibration_items: int
+    heldout_items: int
+    local_judge: str
+    teacher: str
+    reused_judge: bool
+    budget: BudgetChoice
+    rows: list[TableRow]
+    store: Path
+    report: Path
+    summary: Path
+    seconds: dict[str, float]
+    notes: list[str]
