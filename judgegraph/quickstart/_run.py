@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -350,6 +349,3 @@ def run_quickstart(options: QuickstartOptions | None = None, *, log: Callable[[s
 
     return asyncio.run(arun_quickstart(options, log=log))
 
-
-def fmt_share(x: float | None) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
