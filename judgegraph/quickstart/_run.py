@@ -348,4 +348,3 @@ def run_quickstart(options: QuickstartOptions | None = None, *, log: Callable[[s
     import asyncio
 
     return asyncio.run(arun_quickstart(options, log=log))
-
