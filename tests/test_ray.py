@@ -127,3 +127,30 @@ def test_ray_engine_matches_local_engine(tmp_path: Path, loopback: Any, ray_loca
     assert len(a) == 90
     assert a == b
     assert json.dumps(a[0][8], sort_keys=True) == json.dumps(b[0][8], sort_keys=True)
+
+
+def test_ray_engine_judges_an_input_repeated_across_shards_once(tmp_path: Path, loopback: Any, ray_local: None) -> None:
+    from judgegraph.jobs._ray import run_spec_ray
+
+    # Rows 20-39 repeat rows 0-19; with one shard per 10 rows and a batch per
+    # shard, the repeats reach both actors.
+    rows = [
+        {"q": f"item-{i % 20:03d}", "a": "GOOD x" if i % 2 else "BAD x", "b": "BAD x" if i % 2 else "GOOD x"}
+        for i in range(40)
+    ]
+    src = tmp_path / "items.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), src, row_group_size=10)
+    with loopback(responder) as server:
+        spec = JobSpec(
+            source=SourceConfig(path=str(src), fields={"instruction": "q", "response_a": "a", "response_b": "b"}),
+            judge=JudgeConfig(kind="pairwise"),
+            backend=BackendConfig(model="m", base_url=server.url + "/v1", structured_output=False),
+            limits=Limits(concurrency=8),
+        )
+        local = asyncio.run(run_spec(spec, store=tmp_path / "local.db", run_id="r"))
+        calls = server.calls["/v1/chat/completions"]
+        dist = run_spec_ray(spec, store=tmp_path / "ray.db", run_id="r", actors=2, batch_size=10)
+        assert server.calls["/v1/chat/completions"] == 2 * calls
+    for s in (local, dist):
+        assert (s.rows, s.judged, s.cached) == (40, 20, 20)
+    assert _canonical(tmp_path / "local.db", "r") == _canonical(tmp_path / "ray.db", "r")

@@ -92,26 +92,40 @@ def _row_schema() -> Any:
     return pa.schema([("file", pa.int64()), ("row", pa.int64())] + [(c, pa.string()) for c in _ROW_COLUMNS[2:]])
 
 
+class _Claims:
+    """Ray actor: the job's one register of item hashes, seeded with those the
+    store already holds. A judging actor claims a batch's hashes before judging
+    them, so an input that repeats across shards is judged once whichever actor
+    sees it first, and the done-set lives once in the cluster, not per actor."""
+
+    def __init__(self, done: set[str]) -> None:
+        self.seen = done
+
+    def claim(self, hashes: list[str]) -> list[bool]:
+        won = []
+        for h in hashes:
+            won.append(h not in self.seen)
+            self.seen.add(h)
+        return won
+
+
 class _JudgeActor:
-    """Ray actor: judges the rows of each batch that are not already done."""
+    """Ray actor: judges the rows of each batch that no actor has claimed before."""
 
     def __init__(
         self,
         *,
         spec_json: str,
         config_hash: str,
-        done: list[Any],
-        rerun_failed: bool,
+        claims: list[Any],
         concurrency: int,
         rpm: float | None,
         tpm: float | None,
         actors: int = 1,
     ) -> None:
-        import ray
-
         self.spec = JobSpec.model_validate_json(spec_json)
         self.config_hash = config_hash
-        self.done: set[str] = ray.get(done[0])
+        self.claims = claims[0]  # in a list so Ray passes the handle, not a copy
         self.concurrency = concurrency
         self.loop = asyncio.new_event_loop()
         self.judge = build_judge(self.spec.judge)
@@ -143,15 +157,13 @@ class _JudgeActor:
         return pa.table(cols, schema=schema)
 
     async def _judge_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        import ray
+
         sem = asyncio.Semaphore(self.concurrency)
-        first: dict[str, int] = {}
-        todo: list[int] = []
-        for i, r in enumerate(rows):
-            h = r["item_hash"]
-            if h is None or h in self.done or h in first:
-                continue
-            first[h] = i
-            todo.append(i)
+        valid = [i for i, r in enumerate(rows) if r["item_hash"] is not None]
+        # One round trip per batch; a repeat within the batch loses to its first row.
+        won = ray.get(self.claims.claim.remote([rows[i]["item_hash"] for i in valid]))
+        todo = [i for i, w in zip(valid, won, strict=True) if w]
 
         async def one(i: int) -> dict[str, Any]:
             r = rows[i]
@@ -167,7 +179,6 @@ class _JudgeActor:
         out: list[dict[str, Any]] = [{} for _ in rows]
         for i, res in zip(todo, results, strict=True):
             out[i] = res
-            self.done.add(rows[i]["item_hash"])
         return out
 
 
@@ -208,9 +219,7 @@ def run_spec_ray(
         prog = JobProgress(total=count_rows(paths, spec.source.format))
         rec = _Recorder(st, run_id, chash, prog, progress)
         started = time.monotonic()
-        done = st.done_hashes(chash, include_failed=not rerun_failed)
-        done_ref = ray.put(done)
-        del done
+        claims = ray.remote(_Claims).options(num_cpus=0).remote(st.done_hashes(chash, include_failed=not rerun_failed))
         per_actor = max(1, spec.limits.concurrency // actors)
         spec_json = spec.model_dump_json()
         shards = plan_shards(paths, spec.source.format)
@@ -231,8 +240,7 @@ def run_spec_ray(
             fn_constructor_kwargs={
                 "spec_json": spec_json,
                 "config_hash": chash,
-                "done": [done_ref],
-                "rerun_failed": rerun_failed,
+                "claims": [claims],
                 "concurrency": per_actor,
                 "actors": actors,
                 "rpm": spec.limits.rpm / actors if spec.limits.rpm else None,
