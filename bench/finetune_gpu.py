@@ -263,6 +263,46 @@ def run_mode(
     }
 
 
+def _free_gpu() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def run_mode_safely(
+    mode: str, model_dir: Path, ds: Any, shape: dict[str, Any], args: argparse.Namespace, work: Path
+) -> dict[str, Any]:
+    """One mode's result, or its error: device time is scarce, so one failing
+    mode must not cost the others' figures. Out of memory without gradient
+    checkpointing is retried once with it (the result says so)."""
+    import torch
+
+    try:
+        try:
+            r = run_mode(mode, model_dir, ds, shape, args, work)
+        except torch.cuda.OutOfMemoryError:
+            if args.gradient_checkpointing:
+                raise
+            print(f"{mode}: out of memory; retrying with gradient checkpointing", flush=True)
+            _free_gpu()
+            r = run_mode(
+                mode, model_dir, ds, shape, argparse.Namespace(**{**vars(args), "gradient_checkpointing": True}), work
+            )
+    except Exception as exc:  # reported, and the next mode still runs
+        _free_gpu()
+        print(f"{mode}: failed: {type(exc).__name__}: {exc}", flush=True)
+        return {"mode": mode, "error": f"{type(exc).__name__}: {exc}"}
+    _free_gpu()
+    mfu = f"{r['mfu']:.1%}" if r["mfu"] is not None else "n/a"
+    print(json.dumps(r), flush=True)
+    print(f"{mode}: {r['tokens_per_s']:,.0f} tokens/s, MFU {mfu}, step {r['step_s']:.3f} s", flush=True)
+    return r
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import torch
@@ -287,29 +327,31 @@ def main(argv: list[str] | None = None) -> int:
         # Enough examples for every step of the longest run, packed.
         need = (args.warmup + args.steps) * args.batch * args.seq_len
         ds = make_dataset(max(64, need // 350 + 64))
-        results = []
+        results: list[dict[str, Any]] = []
         for mode in modes:
-            r = run_mode(mode, work / "model", ds, shape, args, work)
-            results.append(r)
-            mfu = f"{r['mfu']:.1%}" if r["mfu"] is not None else "n/a"
-            print(json.dumps(r), flush=True)
-            print(f"{mode}: {r['tokens_per_s']:,.0f} tokens/s, MFU {mfu}, step {r['step_s']:.3f} s", flush=True)
+            results.append(run_mode_safely(mode, work / "model", ds, shape, args, work))
+            if args.out:  # after each mode: a run cut short still leaves what it measured
+                args.out.write_text(json.dumps({"shape": shape, "results": results}, indent=2) + "\n")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("\n| mode | device | batch x seq | packing, attention | tokens/s | model TFLOP/s | MFU | peak mem GiB |")
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
+        if "error" in r:
+            continue
         mfu = f"{r['mfu']:.1%}" if r["mfu"] is not None else "n/a"
         mem = f"{r['peak_mem_gib']:.1f}" if r["peak_mem_gib"] is not None else "n/a"
+        ckpt = " (checkpointing)" if r["gradient_checkpointing"] else ""
         print(
-            f"| {r['mode']} | {r['device']} | {r['batch']} x {r['seq_len']} | {r['packing']}, {r['attn']} | "
+            f"| {r['mode']}{ckpt} | {r['device']} | {r['batch']} x {r['seq_len']} | {r['packing']}, {r['attn']} | "
             f"{r['tokens_per_s']:,.0f} | "
             f"{r['model_tflops_per_s']:.1f} | {mfu} | {mem} |"
         )
+    failed = [r for r in results if "error" in r]
+    for r in failed:
+        print(f"{r['mode']}: FAILED: {r['error']}")
     print(f"\ntotal wall time {time.perf_counter() - total:.0f} s")
-    if args.out:
-        args.out.write_text(json.dumps({"shape": shape, "results": results}, indent=2) + "\n")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

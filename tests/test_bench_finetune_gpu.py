@@ -79,3 +79,28 @@ def test_tiny_run_reports_throughput_for_both_modes(bench: ModuleType, tmp_path:
 def test_bad_mode_is_refused(bench: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
     assert bench.main(["--tiny", "--modes", "lora,qlora"]) == 2
     assert "qlora" in capsys.readouterr().err
+
+
+def test_out_of_memory_retries_with_checkpointing_and_a_failed_mode_keeps_the_rest(
+    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = bench.run_mode
+    seen: list[tuple[str, bool]] = []
+
+    def flaky(mode: str, *a: Any) -> dict[str, Any]:
+        args = a[3]
+        seen.append((mode, args.gradient_checkpointing))
+        if mode == "lora":
+            raise RuntimeError("no kernel for this shape")
+        if not args.gradient_checkpointing:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+        return dict(real(mode, *a))
+
+    monkeypatch.setattr(bench, "run_mode", flaky)
+    out = tmp_path / "result.json"
+    rc = bench.main(["--tiny", "--modes", "lora,full", "--warmup", "1", "--steps", "1", "--out", str(out)])
+    assert rc == 1  # a mode failed
+    assert seen == [("lora", False), ("full", False), ("full", True)]
+    lora, full = json.loads(out.read_text())["results"]
+    assert lora == {"mode": "lora", "error": "RuntimeError: no kernel for this shape"}
+    assert full["gradient_checkpointing"] is True and full["tokens_per_s"] > 0
