@@ -9,14 +9,17 @@ without a usable label is skipped and counted, never given a default.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from judgegraph.jobs import JobSpec, Store, StoredRow, build_judge
 from judgegraph.types import PairwiseVerdict, PointwiseScore
 
 from ._traces import PairwiseTrace, PointwiseTrace, _problems, trace_from_result
+
+if TYPE_CHECKING:
+    # judgegraph.jobs is imported when a store is read, not with judgegraph.finetune.
+    from judgegraph.jobs import Store, StoredRow
 
 __all__ = ["StoreExport", "traces_from_store"]
 
@@ -49,6 +52,8 @@ def _pick_run(store: Store, run_id: str | None) -> str:
 def _run_scale(spec: dict[str, Any]) -> tuple[int, int] | None:
     """The scale the run's judge used: from the job spec (``judgegraph eval``) or
     from the judge's fingerprint (``run_job``)."""
+    from judgegraph.jobs import JobSpec, build_judge
+
     try:
         return tuple(build_judge(JobSpec.model_validate(spec).judge).scale)  # type: ignore[return-value]
     except ValidationError:
@@ -67,8 +72,9 @@ def _human_trace(kind: str, row: StoredRow, scale: tuple[int, int] | None, commo
     label = row.label
     if isinstance(label, float) and label.is_integer():
         label = int(label)
-    if scale is None and row.result is not None:
-        scale = tuple(row.result.get("scale") or ()) or None  # type: ignore[assignment]
+    if scale is None and row.result is not None and row.result.get("scale"):
+        lo, hi = row.result["scale"]
+        scale = (lo, hi)
     if scale is None:
         raise ValueError("the run does not record its judge's scale, so a human score cannot be placed on one")
     # The scale the run's judge used: a label off it is a bad row, not clipped.
@@ -89,6 +95,8 @@ def traces_from_store(
     becomes a trace with that label (source ``human``), whatever the judge said.
     Only pairwise and pointwise runs have a trace format.
     """
+    from judgegraph.jobs import Store
+
     if labels not in ("judge", "human"):
         raise ValueError(f"labels must be 'judge' or 'human', got {labels!r}")
     if not Path(path).is_file():
