@@ -116,10 +116,12 @@ class _Head:
     """logit_A = w·anti, logit_B = -w·anti, logit_tie = u·sym + t, on
     standardised features."""
 
-    def __init__(self, dim_anti: int, dim_sym: int, labels: int) -> None:
+    def __init__(self, dim_anti: int, dim_sym: int, labels: int, *, n_scalar: int = N_SCALAR) -> None:
         import torch
 
         self.labels = labels
+        # The first n_scalar antisymmetric columns get the light penalty.
+        self.n_scalar = n_scalar
         self.w = torch.zeros(dim_anti, requires_grad=True)
         self.u = torch.zeros(dim_sym, requires_grad=True)
         self.t = torch.zeros(1, requires_grad=True)
@@ -132,7 +134,8 @@ class _Head:
         return [self.w, self.u, self.t] if self.labels == 3 else [self.w]
 
     def penalty(self, l2_scalar: float, l2_embedding: float) -> Any:
-        p = l2_scalar * (self.w[:N_SCALAR] ** 2).sum() + l2_embedding * (self.w[N_SCALAR:] ** 2).sum()
+        n = self.n_scalar
+        p = l2_scalar * (self.w[:n] ** 2).sum() + l2_embedding * (self.w[n:] ** 2).sum()
         return p + l2_embedding * (self.u**2).sum() if self.labels == 3 else p
 
     def fit_scaling(self, anti: Any, sym: Any) -> None:
@@ -295,26 +298,19 @@ def train_probe(
     return probe.fit(traces, progress=progress, log=log)
 
 
-def _fit(
-    probe: EncoderProbe, traces: Sequence[PairwiseTrace], progress: bool, log: Callable[[str], None] | None
-) -> EncoderProbe:
+def fit_head(
+    anti: Any, sym: Any, y: Any, opts: ProbeOptions, *, n_scalar: int = N_SCALAR
+) -> tuple[_Head, float, float]:
+    """Fit the swap-equivariant head on one order's features and targets
+    (indices into A, B[, tie]); the flipped order is added here. Returns
+    (head, training loss, training accuracy over both orders)."""
     import torch
 
-    opts = probe.options
-    pairs = [t for t in traces if isinstance(t, PairwiseTrace)]
-    if len(pairs) != len(traces):
-        raise ValueError(f"the probe takes pairwise traces; got {len(traces) - len(pairs)} of another kind")
-    if opts.labels == 2:
-        pairs = [t for t in pairs if t.winner != "tie"]
-    if len(pairs) < 2:
-        raise ValueError(f"need at least two usable pairwise traces, got {len(pairs)}")
     torch.manual_seed(opts.seed)
-    anti, sym = probe._pair_features([t.to_input() for t in pairs], progress=progress)
-    y = torch.tensor(_targets(pairs, opts.labels))
     # Swap augmentation: the flipped order negates anti and swaps A/B labels.
     flip = torch.tensor([1, 0, 2][: opts.labels])
     anti2, sym2, y2 = torch.cat([anti, -anti]), torch.cat([sym, sym]), torch.cat([y, flip[y]])
-    head = _Head(anti.shape[1], sym.shape[1], opts.labels)
+    head = _Head(anti.shape[1], sym.shape[1], opts.labels, n_scalar=n_scalar)
     head.fit_scaling(anti2, sym2)
     optim = torch.optim.LBFGS(head.params(), max_iter=opts.max_iter, line_search_fn="strong_wolfe")
 
@@ -332,6 +328,25 @@ def _fit(
         acc = float((logits.argmax(-1) == y2).float().mean())
     if not math.isfinite(loss):
         raise RuntimeError("probe training diverged (loss is not finite)")
+    return head, loss, acc
+
+
+def _fit(
+    probe: EncoderProbe, traces: Sequence[PairwiseTrace], progress: bool, log: Callable[[str], None] | None
+) -> EncoderProbe:
+    import torch
+
+    opts = probe.options
+    pairs = [t for t in traces if isinstance(t, PairwiseTrace)]
+    if len(pairs) != len(traces):
+        raise ValueError(f"the probe takes pairwise traces; got {len(traces) - len(pairs)} of another kind")
+    if opts.labels == 2:
+        pairs = [t for t in pairs if t.winner != "tie"]
+    if len(pairs) < 2:
+        raise ValueError(f"need at least two usable pairwise traces, got {len(pairs)}")
+    anti, sym = probe._pair_features([t.to_input() for t in pairs], progress=progress)
+    y = torch.tensor(_targets(pairs, opts.labels))
+    head, loss, acc = fit_head(anti, sym, y, opts)
     if log is not None:
         log(f"probe head fitted: loss {loss:.4f}, training accuracy {acc:.3f} over {len(pairs)} pairs x 2 orders")
     probe.head = head
