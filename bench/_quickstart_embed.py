@@ -36,7 +36,9 @@ def embed_views(texts: Sequence[str], *, max_length: int = 256, batch_size: int 
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
-            batch = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+            batch = tok(
+                [texts[i] for i in idx], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+            )
             res = enc(**batch, output_hidden_states=True)
             mask = batch["attention_mask"].unsqueeze(-1).float()
             last, mid = res.hidden_states[-1], res.hidden_states[3]

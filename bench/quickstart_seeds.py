@@ -63,7 +63,9 @@ def seed_data(items: Sequence[Any], seed: int, table: dict[str, dict[str, Any]])
 
     split = split_by_instruction(items, heldout_fraction=0.3, seed=seed, dedupe=True)
     inner = split_by_instruction(split.train, heldout_fraction=0.25, seed=seed + 1)
-    return SeedData(fit=inner.train, calib=inner.heldout, held=split.heldout, table=table)
+    return SeedData(
+        fit=inner.train, calib=inner.heldout, held=split.heldout, table=table, train=split.train, seed=seed
+    )
 
 
 def _curves(conf: np.ndarray, local_ok: np.ndarray, cascade_ok_if_up: np.ndarray) -> tuple[list[float], list[float]]:
@@ -151,7 +153,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             if args.curves:
                 print("    kept   ", " ".join(f"{x:.2f}" for x in r.kept_curve))
                 print("    cascade", " ".join(f"{x:.2f}" for x in r.cascade_curve))
-        m = {k: float(np.mean([getattr(r, k) for r in rows])) for k in ("local", "teacher", "cascade", "escalated", "kept_auc", "cascade_auc")}
+        m = {
+            k: float(np.mean([getattr(r, k) for r in rows]))
+            for k in ("local", "teacher", "cascade", "escalated", "kept_auc", "cascade_auc")
+        }
         wins = sum(r.cascade >= r.teacher for r in rows)
         print(
             f"{name:>14} MEAN local {m['local']:.3f} teacher {m['teacher']:.3f} cascade {m['cascade']:.3f} "

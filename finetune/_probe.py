@@ -43,6 +43,9 @@ class ProbeOptions(BaseModel):
     l2_scalar: float = Field(default=0.1, ge=0, description="penalty on the few scalar features' weights")
     l2_embedding: float = Field(default=10.0, ge=0, description="penalty on the embedding-difference and tie weights")
     max_iter: int = Field(default=300, ge=1)
+    lexical: Literal[1, 2] = Field(
+        default=2, description="1: five lexical signals per answer; 2: nine (adds ending, loops, refusal, length ratio)"
+    )
     seed: int = 0
 
 
@@ -82,7 +85,7 @@ def embed_texts(
 
 
 _WORD = re.compile(r"\w+")
-N_SCALAR = 6
+N_SCALAR = 6  # cosine difference + the five v1 lexical signals
 
 
 def _lexical(instruction: str, response: str) -> list[float]:
@@ -97,6 +100,26 @@ def _lexical(instruction: str, response: str) -> list[float]:
         sum(w in prompt_words for w in words) / n,
         math.log1p(response.count("\n")),
         float(response.strip().lower() in instruction.lower()),
+    ]
+
+
+_REFUSAL = re.compile(r"\b(i'?m sorry|i am sorry|as an ai|i cannot|i can'?t|i'?m not able|i am not able)\b")
+_CLEAN_END = tuple(".!?)\"'`]*")
+
+
+def _lexical_v2(instruction: str, response: str) -> list[float]:
+    """The v1 signals plus: a clean ending (not cut off mid-sentence), the
+    share of repeated word trigrams (degenerate loops), a refusal phrase, and
+    the answer's length relative to the prompt's."""
+    words = _WORD.findall(response.lower())
+    tri = list(zip(words, words[1:], words[2:], strict=False))
+    text = response.strip()
+    return [
+        *_lexical(instruction, response),
+        float(text.endswith(_CLEAN_END) or text[-1:].isdigit()),
+        1 - len(set(tri)) / len(tri) if tri else 0.0,
+        float(bool(_REFUSAL.search(text.lower()))),
+        math.log1p(len(words)) - math.log1p(len(_WORD.findall(instruction))),
     ]
 
 
@@ -217,8 +240,9 @@ class EncoderProbe(PairScorer):
         q = torch.stack([table[it.instruction] for it in items])
         a = torch.stack([table[it.response_a] for it in items])
         b = torch.stack([table[it.response_b] for it in items])
-        la = torch.tensor([_lexical(it.instruction, it.response_a) for it in items])
-        lb = torch.tensor([_lexical(it.instruction, it.response_b) for it in items])
+        lex = _lexical if self.options.lexical == 1 else _lexical_v2
+        la = torch.tensor([lex(it.instruction, it.response_a) for it in items])
+        lb = torch.tensor([lex(it.instruction, it.response_b) for it in items])
         return _features(q, a, b, la, lb)
 
     def predict_proba(self, items: Sequence[PairwiseInput]) -> list[list[float]]:
@@ -270,7 +294,8 @@ class EncoderProbe(PairScorer):
         meta = json.loads((d / "classifier.json").read_text(encoding="utf-8"))
         if meta.get("kind") != cls.name:
             raise ValueError(f"{d} holds a {meta.get('kind')!r}, not an {cls.name!r}")
-        options = ProbeOptions.model_validate(meta["options"])
+        # A head saved before the lexical option existed used the first five signals.
+        options = ProbeOptions.model_validate({"lexical": 1, **meta["options"]})
         state = load_file(str(d / "head.safetensors"))
         head = _Head(state["w"].numel(), state["u"].numel(), options.labels)
         head.load(state)
@@ -346,7 +371,8 @@ def _fit(
         raise ValueError(f"need at least two usable pairwise traces, got {len(pairs)}")
     anti, sym = probe._pair_features([t.to_input() for t in pairs], progress=progress)
     y = torch.tensor(_targets(pairs, opts.labels))
-    head, loss, acc = fit_head(anti, sym, y, opts)
+    n_lex = len(_lexical("", "") if opts.lexical == 1 else _lexical_v2("", ""))
+    head, loss, acc = fit_head(anti, sym, y, opts, n_scalar=1 + n_lex)
     if log is not None:
         log(f"probe head fitted: loss {loss:.4f}, training accuracy {acc:.3f} over {len(pairs)} pairs x 2 orders")
     probe.head = head

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from judgegraph.datasets import PandaLMItem
 from judgegraph.finetune._classifier_judge import ClassifierJudge
-from judgegraph.finetune._probe import EncoderProbe, ProbeOptions, train_probe
+from judgegraph.finetune._probe import EncoderProbe, ProbeOptions, _Head
 from judgegraph.finetune._scorer import PairScorer
 from judgegraph.finetune._traces import PairwiseTrace, write_traces
 from judgegraph.types import Provenance, Status
@@ -190,14 +190,17 @@ def load_or_train(
         log(f"{skipped} training items left out: the teacher's recorded output was unparseable")
     write_traces(directory.parent / "data" / "train-traces.jsonl", traces)
     log(f"training the local judge on {len(traces)} traces ({labels} labels), both answer orders")
+    probe = CachedProbe(encoder_path(), _Head(1, 1, opts.labels), opts)
+    probe.cache, probe.cache_path = {}, directory / _CACHE_FILE
     with warnings.catch_warnings():
         # torch's note about the head's float(loss) inside finetune; not the user's concern.
         warnings.filterwarnings("ignore", message="Converting a tensor with requires_grad")
-        probe = train_probe(traces, encoder_path(), options=opts, progress=progress, log=log)
+        probe.fit(traces, progress=progress, log=log)
     directory.mkdir(parents=True, exist_ok=True)
     for stale in (directory / _CACHE_FILE, info_path):
         stale.unlink(missing_ok=True)
     probe.save(directory)
+    probe.save_cache()  # the training texts' embeddings, so they are not computed again
     acc = probe.metrics.get("train_accuracy")
     info = wanted.model_copy(update={"train_pairs": len(traces), "train_accuracy": acc})
     info_path.write_text(json.dumps(info.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
