@@ -42,10 +42,9 @@ def embed_views(texts: Sequence[str], *, max_length: int = 256, batch_size: int 
             res = enc(**batch, output_hidden_states=True)
             mask = batch["attention_mask"].unsqueeze(-1).float()
             last, mid = res.hidden_states[-1], res.hidden_states[3]
-            mean = lambda h: (h * mask).sum(1) / mask.sum(1).clamp(min=1)  # noqa: E731
             views = {
-                "mean6": mean(last),
-                "mean3": mean(mid),
+                "mean6": (last * mask).sum(1) / mask.sum(1).clamp(min=1),
+                "mean3": (mid * mask).sum(1) / mask.sum(1).clamp(min=1),
                 "max6": last.masked_fill(mask == 0, -1e4).max(1).values,
                 "cls6": last[:, 0],
             }
@@ -63,14 +62,11 @@ def embed_views(texts: Sequence[str], *, max_length: int = 256, batch_size: int 
 
 def load_or_embed(cache: Path, texts: Sequence[str]) -> dict[str, dict[str, Any]]:
     """{view: {text_key: vector}}; embeds only the texts the cache lacks."""
-    import torch
     from safetensors.torch import load_file, save_file
 
     stored: dict[str, Any] = load_file(str(cache)) if cache.is_file() else {}
     keys = [text_key(t) for t in texts]
-    have = set()
-    if stored:
-        have = {k for k in stored["__keys__"].tolist()} if False else set(_keys(cache))
+    have = set(_keys(cache)) if stored else set()
     missing = [t for t, k in zip(texts, keys, strict=True) if k not in have]
     missing = list(dict.fromkeys(missing))
     table: dict[str, dict[str, Any]] = {v: {} for v in VIEWS}
@@ -87,7 +83,6 @@ def load_or_embed(cache: Path, texts: Sequence[str]) -> dict[str, dict[str, Any]
         cache.parent.mkdir(parents=True, exist_ok=True)
         flat = {f"{v}/{k}": e for v, d in table.items() for k, e in d.items()}
         save_file(flat, str(cache))
-        _ = torch
     return table
 
 
@@ -95,4 +90,4 @@ def _keys(cache: Path) -> list[str]:
     from safetensors import safe_open
 
     with safe_open(str(cache), framework="pt") as f:
-        return sorted({k.partition("/")[2] for k in f.keys()})  # noqa: SIM118
+        return sorted({k.partition("/")[2] for k in f.keys()})

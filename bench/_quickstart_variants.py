@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-
 from _quickstart_embed import text_key
 
 CLASSES = ("A", "B", "tie")

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _quickstart_variants import VARIANTS, SeedData, Variant  # noqa: E402
+from _quickstart_variants import VARIANTS, SeedData, Variant
 
 TUNING_SEEDS = (0, 1, 2, 3, 4)
 REPORT_SEEDS = (10, 11, 12, 13, 14, 15, 16, 17)
@@ -63,9 +63,7 @@ def seed_data(items: Sequence[Any], seed: int, table: dict[str, dict[str, Any]])
 
     split = split_by_instruction(items, heldout_fraction=0.3, seed=seed, dedupe=True)
     inner = split_by_instruction(split.train, heldout_fraction=0.25, seed=seed + 1)
-    return SeedData(
-        fit=inner.train, calib=inner.heldout, held=split.heldout, table=table, train=split.train, seed=seed
-    )
+    return SeedData(fit=inner.train, calib=inner.heldout, held=split.heldout, table=table, train=split.train, seed=seed)
 
 
 def _curves(conf: np.ndarray, local_ok: np.ndarray, cascade_ok_if_up: np.ndarray) -> tuple[list[float], list[float]]:
@@ -131,6 +129,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--budget", type=float, default=0.5)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--curves", action="store_true")
+    ap.add_argument("--markdown", action="store_true", help="print the per-seed tables as markdown")
     args = ap.parse_args(argv)
     seeds = {"tuning": TUNING_SEEDS, "report": REPORT_SEEDS}.get(args.seeds) or tuple(
         int(s) for s in args.seeds.split(",")
@@ -166,6 +165,54 @@ def main(argv: Sequence[str] | None = None) -> None:
         results.extend(rows)
     if args.json:
         args.json.write_text(json.dumps([r.__dict__ for r in results], indent=1) + "\n")
+    if args.markdown:
+        print(markdown(results))
+
+
+def markdown(results: Sequence[SeedResult]) -> str:
+    """Per-seed table (variants side by side) and the cascade's cost-agreement curve per seed."""
+    names = list(dict.fromkeys(r.variant for r in results))
+    by = {(r.variant, r.seed): r for r in results}
+    seeds = list(dict.fromkeys(r.seed for r in results))
+    head = "| seed (held-out) | teacher | " + " | ".join(
+        f"{n}: local | {n}: cascade | {n}: escalated | {n}: cost/1k" for n in names
+    )
+    lines = [head + " |", "|" + "---|" * (2 + 4 * len(names))]
+    for s in seeds:
+        first = by[(names[0], s)]
+        cells = [f"{s} ({first.heldout})", f"{first.teacher:.3f}"]
+        for n in names:
+            r = by[(n, s)]
+            mark = " ✓" if r.cascade >= r.teacher else ""
+            cells += [f"{r.local:.3f}", f"{r.cascade:.3f}{mark}", f"{r.escalated:.0%}", f"${r.cost_cascade:.4f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    cells = ["**mean**", f"{np.mean([by[(names[0], s)].teacher for s in seeds]):.3f}"]
+    for n in names:
+        rs = [by[(n, s)] for s in seeds]
+        wins = sum(r.cascade >= r.teacher for r in rs)
+        cells += [
+            f"**{np.mean([r.local for r in rs]):.3f}**",
+            f"**{np.mean([r.cascade for r in rs]):.3f}** ({wins}/{len(rs)} ≥ teacher)",
+            f"{np.mean([r.escalated for r in rs]):.1%}",
+            f"${np.mean([r.cost_cascade for r in rs]):.4f}",
+        ]
+    lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Cost-agreement curves: cascade agreement (and agreement of the kept items) when the least", ""]
+    lines[-2] += " confident share of held-out items goes to the teacher; AUC over shares 0-100%."
+    shares = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0]
+    lines.append("| seed | judge | " + " | ".join(f"{x:.0%}" for x in shares) + " | AUC cascade | AUC kept |")
+    lines.append("|" + "---|" * (4 + len(shares)))
+    for s in seeds:
+        for n in names:
+            r = by[(n, s)]
+            pts = [
+                f"{r.cascade_curve[SHARES.index(x)]:.3f} ({r.kept_curve[SHARES.index(x)]:.2f})"
+                if x < 1
+                else f"{r.cascade_curve[-1]:.3f}"
+                for x in shares
+            ]
+            lines.append(f"| {s} | {n} | " + " | ".join(pts) + f" | {r.cascade_auc:.3f} | {r.kept_auc:.3f} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -324,6 +324,12 @@ async def arun_quickstart(
     notes.append(
         "the cascade falls back to the local verdict when the teacher's output is unparseable (its tier record says so)"
     )
+    if opts.merge:
+        notes.append(
+            "an escalated item's verdict is the teacher's merged with the local judge's class probabilities: the "
+            "class maximising P_local(c) x P(teacher's verdict | humans say c), that confusion counted on the "
+            "calibration items; so the cascade can differ from the teacher on items it escalates"
+        )
     clock["total"] = time.perf_counter() - started
     result = QuickstartResult(
         split=(
