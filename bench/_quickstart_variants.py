@@ -250,6 +250,8 @@ VARIANTS: dict[str, Variant] = {
         Variant("lex2-l2s1", lexical="v2", l2_scalar=1.0),
         Variant("new", lexical="v2", crossfit=4, combine="bayes", target="best"),
         Variant("new-teacher", lexical="v2", crossfit=4, combine="bayes"),
+        Variant("new-nomerge", lexical="v2", crossfit=4, target="best"),
+        Variant("new-v1", crossfit=4, combine="bayes", target="best"),
         Variant("new-45", lexical="v2", crossfit=4, combine="bayes", target="best", extra={"budget": 0.45}),
         Variant("new-v3", lexical="v2", crossfit=4, combine="bayes", target="best", views=("mean6", "mean3", "max6")),
         Variant("new-human", lexical="v2", crossfit=4, combine="bayes", target="best", labels="human"),
