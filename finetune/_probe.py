@@ -44,7 +44,7 @@ class ProbeOptions(BaseModel):
     l2_embedding: float = Field(default=10.0, ge=0, description="penalty on the embedding-difference and tie weights")
     max_iter: int = Field(default=300, ge=1)
     lexical: Literal[1, 2] = Field(
-        default=2, description="1: five lexical signals per answer; 2: nine (adds ending, loops, refusal, length ratio)"
+        default=1, description="1: five lexical signals per answer; 2: nine (adds ending, loops, refusal, length ratio)"
     )
     seed: int = 0
 
@@ -294,8 +294,7 @@ class EncoderProbe(PairScorer):
         meta = json.loads((d / "classifier.json").read_text(encoding="utf-8"))
         if meta.get("kind") != cls.name:
             raise ValueError(f"{d} holds a {meta.get('kind')!r}, not an {cls.name!r}")
-        # A head saved before the lexical option existed used the first five signals.
-        options = ProbeOptions.model_validate({"lexical": 1, **meta["options"]})
+        options = ProbeOptions.model_validate(meta["options"])
         state = load_file(str(d / "head.safetensors"))
         head = _Head(state["w"].numel(), state["u"].numel(), options.labels)
         head.load(state)

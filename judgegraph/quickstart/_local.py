@@ -21,6 +21,7 @@ from judgegraph.finetune._traces import PairwiseTrace, write_traces
 from judgegraph.types import Provenance, Status
 
 __all__ = [
+    "QUICKSTART_PROBE",
     "CachedProbe",
     "LocalClassifierJudge",
     "LocalJudgeInfo",
@@ -33,6 +34,9 @@ __all__ = [
 TrainLabels = Literal["human", "teacher"]
 
 _CACHE_FILE = "embeddings.safetensors"
+
+#: The quickstart's head: the probe with the nine lexical signals (bench/results/quickstart.md).
+QUICKSTART_PROBE = ProbeOptions(lexical=2)
 _INFO_FILE = "quickstart.json"
 
 
@@ -171,7 +175,7 @@ def load_or_train(
     items and labels; otherwise train one (frozen encoder, head fitted on both
     answer orders) and save it there. Returns (probe, info, reused)."""
     quiet_transformers()
-    opts = options or ProbeOptions()
+    opts = options or QUICKSTART_PROBE
     wanted = LocalJudgeInfo(labels=labels, train_ids=sorted(it.idx for it in items), options=opts, train_pairs=0)
     info_path = directory / _INFO_FILE
     if info_path.is_file() and (directory / "classifier.json").is_file():
