@@ -59,10 +59,10 @@ class SeedResult:
 
 
 def seed_data(items: Sequence[Any], seed: int, table: dict[str, dict[str, Any]]) -> SeedData:
-    from judgegraph.quickstart import split_by_instruction
+    from judgegraph.quickstart import split_pandalm_by_prompt
 
-    split = split_by_instruction(items, heldout_fraction=0.3, seed=seed, dedupe=True)
-    inner = split_by_instruction(split.train, heldout_fraction=0.25, seed=seed + 1)
+    split = split_pandalm_by_prompt(items, heldout_fraction=0.3, seed=seed, dedupe=True)
+    inner = split_pandalm_by_prompt(split.train, heldout_fraction=0.25, seed=seed + 1)
     return SeedData(fit=inner.train, calib=inner.heldout, held=split.heldout, table=table, train=split.train, seed=seed)
 
 

@@ -20,12 +20,11 @@ import re
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgegraph._backend import MissingExtraError
-from judgegraph.types import PairwiseInput
+from judgegraph.types import MissingExtraError, PairwiseInput
 
 from ._progress import task_bar
 from ._scorer import PairScorer
@@ -212,6 +211,14 @@ class EncoderProbe(PairScorer):
         self._cache: dict[str, Any] = {}
         self.cache_size = 50_000
 
+    @classmethod
+    def untrained(
+        cls, encoder_dir: str | Path, options: ProbeOptions | None = None, *, device: str | None = None
+    ) -> Self:
+        """The frozen encoder with no head yet: :meth:`fit` gives it one."""
+        opts = options or ProbeOptions()
+        return cls(encoder_dir, _Head(1, 1, opts.labels), opts, device=device)
+
     # -------------------------------------------------------------- features
 
     def _embed(self, texts: Sequence[str], progress: bool = False) -> dict[str, Any]:
@@ -318,7 +325,7 @@ def train_probe(
 ) -> EncoderProbe:
     """Load the frozen encoder, embed the traces and fit the head."""
     opts = options or ProbeOptions()
-    probe = EncoderProbe(encoder_dir, _Head(1, 1, opts.labels), opts)
+    probe = EncoderProbe.untrained(encoder_dir, opts)
     return probe.fit(traces, progress=progress, log=log)
 
 

@@ -33,7 +33,7 @@ def _pick_budget(
     the teacher alone's), else the most agreeing one; ``"most-agreeing"``:
     the most agreeing budget within the cap. ``teacher_alone``: the
     teacher's own verdicts, for its agreement figure (default ``teacher``)."""
-    from judgegraph._planner import plan_cascades
+    from judgegraph.cascade import plan_cascades
 
     table = {"local": local, "teacher": teacher}
     costs = {"local": 0.0, "teacher": 1.0}  # cost = share of items the teacher judges

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgegraph import CompositeJudge
+from judgegraph.judges import CompositeJudge
 from judgegraph.types import PairwiseInput, PairwiseVerdict, Status
 
 __all__ = ["CLASSES", "CombinedTeacher", "TeacherConfusion", "combine_verdicts"]
@@ -88,9 +88,15 @@ class CombinedTeacher(CompositeJudge):
 
     def __init__(self, teacher: Any, local: Any, confusion: TeacherConfusion, *, name: str = "teacher+local") -> None:
         super().__init__([teacher, local], name=name, what="judges")
-        self.teacher = teacher
-        self.local = local
         self.confusion = confusion
+
+    @property
+    def teacher(self) -> Any:
+        return self.parts[0]
+
+    @property
+    def local(self) -> Any:
+        return self.parts[1]
 
     async def _run(self, items: list[PairwiseInput], *, context: Any, max_concurrency: int) -> list[PairwiseVerdict]:
         said = await self.teacher.ajudge_many(items, context=context, max_concurrency=max_concurrency)

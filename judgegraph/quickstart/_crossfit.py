@@ -19,8 +19,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from judgegraph import CompositeJudge
 from judgegraph.datasets import PandaLMItem
+from judgegraph.judges import CompositeJudge
 from judgegraph.types import PairwiseInput
 
 __all__ = ["CrossFitJudge", "assign_folds", "fold_judges"]
@@ -56,7 +56,6 @@ class CrossFitJudge(CompositeJudge):
 
     def __init__(self, judges: Sequence[Any], fold_of: dict[str, int], *, name: str = "local (cross-fitted)") -> None:
         super().__init__(list(judges), name=name, what="fold judges")
-        self.judges = list(judges)
         self.fold_of = dict(fold_of)
 
     async def _run(self, items: list[PairwiseInput], *, context: Any, max_concurrency: int) -> list[Any]:
@@ -68,7 +67,7 @@ class CrossFitJudge(CompositeJudge):
                 raise ValueError(f"{self.name}: item {i}'s prompt is in no fold (it was not on the train side)")
             by_fold.setdefault(fold, []).append(i)
         for fold, idx in by_fold.items():
-            got = await self.judges[fold].ajudge_many(
+            got = await self.parts[fold].ajudge_many(
                 [items[i] for i in idx], context=context, max_concurrency=max_concurrency
             )
             for i, v in zip(idx, got, strict=True):

@@ -14,10 +14,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from judgegraph.datasets import PandaLMItem
-from judgegraph.finetune._classifier_judge import ClassifierJudge
-from judgegraph.finetune._probe import EncoderProbe, ProbeOptions, _Head
-from judgegraph.finetune._scorer import PairScorer
-from judgegraph.finetune._traces import PairwiseTrace, write_traces
+from judgegraph.finetune import (
+    ClassifierJudge,
+    EncoderProbe,
+    PairScorer,
+    PairwiseTrace,
+    ProbeOptions,
+    write_traces,
+)
 from judgegraph.types import Provenance, Status
 
 __all__ = [
@@ -55,7 +59,7 @@ def _text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
-class CachedProbe(EncoderProbe):  # type: ignore[misc]  # finetune/ is outside mypy's package map
+class CachedProbe(EncoderProbe):
     """An :class:`EncoderProbe` that keeps every text's embedding in memory and
     in ``embeddings.safetensors`` beside the saved model, so a text is
     embedded once across runs. The cache belongs to the saved model directory
@@ -102,7 +106,7 @@ class CachedProbe(EncoderProbe):  # type: ignore[misc]  # finetune/ is outside m
         tmp.replace(self.cache_path)
 
 
-class LocalClassifierJudge(ClassifierJudge):  # type: ignore[misc]  # as above
+class LocalClassifierJudge(ClassifierJudge):
     """The classifier judge, with its price stated: it runs in this process and
     calls no paid API, so each verdict costs 0 USD (a cascade's cost is then
     the sum over its tiers instead of unknown)."""
@@ -194,7 +198,7 @@ def load_or_train(
         log(f"{skipped} training items left out: the teacher's recorded output was unparseable")
     write_traces(directory.parent / "data" / "train-traces.jsonl", traces)
     log(f"training the local judge on {len(traces)} traces ({labels} labels), both answer orders")
-    probe = CachedProbe(encoder_path(), _Head(1, 1, opts.labels), opts)
+    probe = CachedProbe.untrained(encoder_path(), opts)
     probe.cache, probe.cache_path = {}, directory / _CACHE_FILE
     with warnings.catch_warnings():
         # torch's note about the head's float(loss) inside finetune; not the user's concern.

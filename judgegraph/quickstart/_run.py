@@ -25,14 +25,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from judgegraph._cascade import Abstain, CascadeJudge, LowConfidence, Tier
-from judgegraph._judge import BaseJudge
+from judgegraph.cascade import Abstain, CascadeJudge, LowConfidence, Tier
 from judgegraph.datasets import PandaLMItem
+from judgegraph.judges import Judge
 
 from ._budget import _pick_budget, escalation_rule
 from ._combine import CombinedTeacher, TeacherConfusion, merged_table
 from ._crossfit import CrossFitJudge, assign_folds, fold_judges
-from ._data import load_bundled_pandalm, split_by_instruction
+from ._data import load_bundled_pandalm, split_pandalm_by_prompt
 from ._judges import (
     GPT35_PRICING,
     Endpoint,
@@ -89,8 +89,7 @@ async def _run(
     progress: bool,
 ) -> str:
     """Judge the source through the pairwise graph into the store; returns the run id."""
-    from judgegraph.jobs import SourceConfig, config_hash, run_job
-    from judgegraph.jobs._judging import fingerprint_for
+    from judgegraph.jobs import SourceConfig, arun_job, config_hash, fingerprint_for
 
     gj = GraphJudge(judge, name=name, fingerprint=fingerprint)
     ctx = gj.context()
@@ -104,7 +103,7 @@ async def _run(
     from ._progress import job_bar
 
     with job_bar(describe, enabled=progress) as update:
-        summary = await run_job(
+        summary = await arun_job(
             source,
             judge=gj,
             kind="pairwise",
@@ -134,8 +133,7 @@ async def arun_quickstart(
     options: QuickstartOptions | None = None, *, log: Callable[[str], None] = print
 ) -> QuickstartResult:
     """Run the whole quickstart; see the module docstring."""
-    from judgegraph.jobs import Store
-    from judgegraph.jobs._report import write_report
+    from judgegraph.jobs import Store, write_report
 
     opts = options or QuickstartOptions()
     clock: dict[str, float] = {}
@@ -147,7 +145,7 @@ async def arun_quickstart(
     # 1. Data: the bundled traces, split by prompt (train / held-out); the train
     # prompts are dealt into folds for cross-fitted calibration.
     items = load_bundled_pandalm()
-    split = split_by_instruction(
+    split = split_pandalm_by_prompt(
         items, heldout_fraction=opts.heldout_fraction, seed=opts.seed, limit=opts.limit, dedupe=True
     )
     train, held = split.train, split.heldout
@@ -163,8 +161,8 @@ async def arun_quickstart(
 
     # 2. Tier 1: the local judge (trained here, plus its fold heads) or an endpoint.
     t = time.perf_counter()
-    local: BaseJudge[Any, Any]
-    cal_judge: BaseJudge[Any, Any]
+    local: Judge[Any, Any]
+    cal_judge: Judge[Any, Any]
     reused = False
     train_traces: int | None = None
     if opts.judge is None:
@@ -199,7 +197,7 @@ async def arun_quickstart(
 
     # 3. Tier 2: the teacher, live or replayed.
     teacher_ep = _teacher_spec(opts)
-    teacher: BaseJudge[Any, Any]
+    teacher: Judge[Any, Any]
     if teacher_ep is None:
         teacher = recorded_teacher([*train, *held])
         with _bundled_file("gpt-3.5-turbo-testset-v1.json") as gpt_file:
@@ -288,7 +286,7 @@ async def arun_quickstart(
             if choice.threshold is None
             else LowConfidence(threshold=choice.threshold)
         )
-        top: BaseJudge[Any, Any] = CombinedTeacher(teacher, local, confusion) if opts.merge else teacher
+        top: Judge[Any, Any] = CombinedTeacher(teacher, local, confusion) if opts.merge else teacher
         cascade = CascadeJudge([Tier(local, (policy,)), top], on_last_failure="fallback", name="cascade")
         merge_fp = confusion.model_dump() if opts.merge else None
         cascade_fp = {
