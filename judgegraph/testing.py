@@ -67,6 +67,7 @@ class LoopbackRequest:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    raw: bytes = b""  # the body as sent, when it is not JSON (a multipart file upload)
 
     @property
     def prompt(self) -> str:
@@ -102,6 +103,8 @@ class LoopbackServer:
         self._server: asyncio.Server | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
+        # The Files and Batches endpoints (judgegraph.testing_batch), when a test attaches them.
+        self.batches: Any = None
 
     @property
     def url(self) -> str:
@@ -170,8 +173,9 @@ class LoopbackServer:
                     k, _, v = h.decode("latin-1").partition(":")
                     headers[k.strip().lower()] = v.strip()
                 raw = await reader.readexactly(int(headers.get("content-length", "0")))
-                body = json.loads(raw) if raw else {}
-                req = LoopbackRequest(method, path, headers, body)
+                is_json = raw and not headers.get("content-type", "").startswith("multipart/")
+                body = json.loads(raw) if is_json else {}
+                req = LoopbackRequest(method, path, headers, body, raw)
                 if not await self._respond(req, writer):
                     return
         except (ConnectionError, asyncio.IncompleteReadError, ValueError, asyncio.CancelledError):
@@ -182,6 +186,9 @@ class LoopbackServer:
     async def _respond(self, req: LoopbackRequest, writer: asyncio.StreamWriter) -> bool:
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
+        if self.batches is not None and (answer := self.batches.handle(req)) is not None:
+            self._send(writer, answer[0], answer[1])
+            return True
         if req.method == "GET":
             self._send(writer, 200, b'{"status":"ok"}')
             return True
@@ -212,6 +219,10 @@ class LoopbackServer:
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
 
     # ------------------------------------------------------------ protocols
+
+    def render(self, req: LoopbackRequest, reply: Reply) -> Any:
+        """The response body the server sends for ``reply`` (batch output lines carry the same)."""
+        return self._body(req, reply)
 
     def _body(self, req: LoopbackRequest, reply: Reply) -> Any:
         tokens = tokenize(reply.text)

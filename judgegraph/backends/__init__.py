@@ -22,7 +22,7 @@ from ._retry import Retryable, awith_retries, parse_retry_after
 from ._scripted import ScriptedBackend
 
 if TYPE_CHECKING:
-    from ._openai import OpenAIBackend
+    from ._openai import OpenAIBackend, chat_params, result_from_completion
     from ._tgi import TGIBackend, chatml_prompt
     from ._transformers import TransformersBackend
 
@@ -43,12 +43,16 @@ __all__ = [
     "TokenLogprob",
     "TransformersBackend",
     "awith_retries",
+    "chat_params",
     "chatml_prompt",
     "parse_retry_after",
+    "result_from_completion",
 ]
 
 _LAZY = {
     "OpenAIBackend": "._openai",
+    "chat_params": "._openai",
+    "result_from_completion": "._openai",
     "TGIBackend": "._tgi",
     "chatml_prompt": "._tgi",
     "TransformersBackend": "._transformers",

@@ -11,7 +11,7 @@ from judgegraph.types import Pricing, RetryPolicy, Usage
 from ._protocol import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
 from ._retry import Retryable, awith_retries, parse_retry_after
 
-__all__ = ["OpenAIBackend"]
+__all__ = ["OpenAIBackend", "chat_params", "result_from_completion"]
 
 
 class OpenAIBackend:
@@ -84,27 +84,13 @@ class OpenAIBackend:
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIBackend(model={self.model!r}, base_url={self._base_url!r})"
 
+    @property
+    def client(self) -> Any:
+        """The ``openai.AsyncOpenAI`` client of the running event loop (the batch engine uploads through it)."""
+        return self._client
+
     def _params(self, request: GenerateRequest) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-        }
-        if request.stop:
-            params["stop"] = list(request.stop)
-        if request.seed is not None:
-            params["seed"] = request.seed
-        if request.logprobs:
-            params["logprobs"] = True
-            if request.top_logprobs:
-                params["top_logprobs"] = request.top_logprobs
-        if request.json_schema is not None:
-            params["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "verdict", "schema": request.json_schema, "strict": True},
-            }
-        return params
+        return chat_params(self.model, request)
 
     async def _once(self, params: dict[str, Any]) -> Any:
         import openai
@@ -137,6 +123,35 @@ class OpenAIBackend:
             lambda: self._once(params), self.retry, f"openai model {self.model}"
         )
         return _to_result(resp, attempts, latency, self.model)
+
+
+def chat_params(model: str, request: GenerateRequest) -> dict[str, Any]:
+    """The chat-completions body for ``request``: live calls and batch files send the same."""
+    params: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+    }
+    if request.stop:
+        params["stop"] = list(request.stop)
+    if request.seed is not None:
+        params["seed"] = request.seed
+    if request.logprobs:
+        params["logprobs"] = True
+        if request.top_logprobs:
+            params["top_logprobs"] = request.top_logprobs
+    if request.json_schema is not None:
+        params["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "verdict", "schema": request.json_schema, "strict": True},
+        }
+    return params
+
+
+def result_from_completion(resp: Any, model: str) -> GenerateResult:
+    """A ``ChatCompletion`` (live, or parsed from a batch output line) as a GenerateResult."""
+    return _to_result(resp, 1, 0.0, model)
 
 
 def _to_result(resp: Any, attempts: int, latency: float, model: str) -> GenerateResult:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgegraph.backends import RateLimitedBackend, RateLimiter, TokenBucket
 
+from ._batch import BatchEstimate, BatchOptions, aestimate_batch_job, arun_batch_job
 from ._judging import fingerprint_for
 from ._recorder import JobProgress, JobSummary, ProgressCallback
 from ._runner import arun_job, arun_spec, run_job, run_spec
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BackendConfig",
+    "BatchEstimate",
+    "BatchOptions",
     "ItemRecord",
     "JobProgress",
     "JobSpec",
@@ -58,6 +61,8 @@ __all__ = [
     "Store",
     "StoredRow",
     "TokenBucket",
+    "aestimate_batch_job",
+    "arun_batch_job",
     "arun_job",
     "arun_spec",
     "build_backend",

@@ -64,6 +64,8 @@ async def arun_job(
     rerun_failed: bool = False,
     progress: ProgressCallback | None = None,
     spec: Mapping[str, Any] | None = None,
+    batch_api: bool = False,
+    batch_options: Any = None,
 ) -> JobSummary:
     """Judge every row of ``source`` with ``judge`` (anything with an async
     ``ajudge``, or the key of one in ``context``) and write each outcome to
@@ -72,7 +74,25 @@ async def arun_job(
     Rows already judged under the same judge configuration are skipped (a
     resumed or repeated run pays nothing for them); with ``rerun_failed``,
     rows whose stored result is unparsed or error are judged again.
+
+    With ``batch_api`` the model calls go through the provider's batch API
+    (half price, results within a day; ``batch_options``: a
+    :class:`~judgegraph.jobs.BatchOptions`), resumably: see ``arun_batch_job``.
     """
+    if batch_api:
+        from ._batch import arun_batch_job
+
+        return await arun_batch_job(
+            source,
+            judge=judge,
+            kind=kind,
+            store=store,
+            context=context,
+            run_id=run_id,
+            options=batch_options,
+            rerun_failed=rerun_failed,
+            progress=progress,
+        )
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     if isinstance(judge, str):  # a key into the context, as the graphs take judges
@@ -273,6 +293,8 @@ async def arun_spec(
     rerun_failed: bool = False,
     progress: ProgressCallback | None = None,
     backend: Backend | None = None,
+    batch_api: bool = False,
+    batch_options: Any = None,
 ) -> JobSummary:
     """Run a declarative :class:`JobSpec` on the local engine. ``backend``
     overrides the one the spec describes (e.g. a ScriptedBackend in tests);
@@ -292,6 +314,8 @@ async def arun_spec(
         rerun_failed=rerun_failed,
         progress=progress,
         spec=spec.model_dump(mode="json"),
+        batch_api=batch_api,
+        batch_options=batch_options,
     )
 
 

@@ -140,6 +140,14 @@ def eval_command(
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (ray engine).")] = None,
     ray_actors: Annotated[int, typer.Option(help="Judge actors (ray engine).")] = 2,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    batch_api: Annotated[
+        bool, typer.Option("--batch-api", help="Send the model calls through the provider's batch API (OpenAI).")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the requests, tokens and cost (live and batch); send nothing.")
+    ] = False,
+    batch_discount: Annotated[float, typer.Option(help="Batch price as a share of the live price.")] = 0.5,
+    poll_interval: Annotated[float, typer.Option(help="Batch API: first wait between polls (s).")] = 5.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
 ) -> None:
     """Judge every item of a source and store the results; rerun to resume."""
@@ -204,6 +212,12 @@ def eval_command(
     except (ValueError, OSError) as exc:
         raise _fail(console, str(exc)) from None
 
+    from ._batch import BatchOptions
+
+    batch_options = BatchOptions(batch_discount=batch_discount, poll_initial_s=poll_interval)
+    if dry_run:
+        _dry_run(console, spec, store, batch_options, as_json=as_json, rerun_failed=rerun_failed)
+        return
     bar = _progress(console) if progress else None
     task_id = None
 
@@ -223,9 +237,17 @@ def eval_command(
         if bar is not None:
             bar.start()
             task_id = bar.add_task("judging", total=None, cost=0.0, tokens=0, failed=0, invalid=0)
-        if engine == "local":
+        if engine == "local" or batch_api:
             summary = asyncio.run(
-                arun_spec(spec, store=store, run_id=run_id, rerun_failed=rerun_failed, progress=on_progress)
+                arun_spec(
+                    spec,
+                    store=store,
+                    run_id=run_id,
+                    rerun_failed=rerun_failed,
+                    progress=on_progress,
+                    batch_api=batch_api,
+                    batch_options=batch_options,
+                )
             )
         elif engine == "ray":
             from ._ray import run_spec_ray
@@ -267,6 +289,37 @@ def eval_command(
         if s.problems_total > 20:
             console.print(f"  … and {s.problems_total - 20} more (see the report)")
         console.print(f"report: judgegraph report {s.run_id} --store {s.store}")
+
+
+def _dry_run(
+    console: Console, spec: Any, store: Path, options: Any, *, as_json: bool, rerun_failed: bool
+) -> None:
+    from ._batch import aestimate_batch_job
+    from ._spec import build_backend, build_judge
+
+    est = asyncio.run(
+        aestimate_batch_job(
+            spec.source,
+            judge=build_judge(spec.judge),
+            kind=spec.judge.kind,
+            store=store if store.exists() else None,
+            context={"backend": build_backend(spec.backend)},
+            options=options,
+            rerun_failed=rerun_failed,
+        )
+    )
+    if as_json:
+        sys.stdout.write(est.model_dump_json(indent=2) + "\n")
+        return
+
+    def usd(v: float | None) -> str:
+        return "unknown (give --price-in/--price-out)" if v is None else f"${v:.4f}"
+
+    console.print(
+        f"dry run: {est.items} items to judge, {est.requests} requests, about {est.prompt_tokens:,} prompt tokens"
+        f" and at most {est.completion_tokens:,} completion tokens; cost live {usd(est.live_cost_usd)},"
+        f" batch {usd(est.batch_cost_usd)} (repair requests not included). Nothing was sent."
+    )
 
 
 def report_command(

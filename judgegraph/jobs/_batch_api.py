@@ -1,0 +1,251 @@
+"""The provider side of the batch engine: the answer book, upload, create, poll, download.
+
+Requests are keyed by a hash of their chat-completions body (the custom_id),
+so the same request always maps to the same answer, whichever batch or run
+carried it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult
+from judgegraph.types import Pricing
+
+from ._batch_store import TERMINAL, BatchRow, BatchTable
+
+__all__ = ["AnswerBackend", "AnswerBook", "BatchOptions", "BatchSettler", "misses_var", "request_key"]
+
+ENDPOINT = "/v1/chat/completions"
+
+
+class BatchOptions(BaseModel):
+    """How the batch engine splits, polls, resubmits and prices."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_requests_per_file: int = Field(default=50_000, ge=1)
+    max_bytes_per_file: int = Field(default=200 * 1024 * 1024, ge=1024)
+    poll_initial_s: float = Field(default=5.0, gt=0)
+    poll_max_s: float = Field(default=300.0, gt=0)
+    poll_factor: float = Field(default=1.5, ge=1.0)
+    max_resubmits: int = Field(default=1, ge=0)
+    max_rounds: int = Field(default=3, ge=1)
+    batch_discount: float = Field(default=0.5, gt=0, le=1)
+    completion_window: str = "24h"
+
+
+def request_key(body: dict[str, Any]) -> str:
+    canon = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "jg-" + hashlib.sha256(canon.encode()).hexdigest()[:32]
+
+
+# The request keys the item being judged asked for and found no answer to.
+misses_var: ContextVar[list[str] | None] = ContextVar("judgegraph_batch_misses", default=None)
+
+
+@dataclass
+class AnswerBook:
+    answers: dict[str, GenerateResult] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)  # key -> final reason
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> body to send
+    closed: bool = False  # no more batches: a miss is a final error
+
+
+class AnswerBackend:
+    """A backend that answers from downloaded batch results.
+
+    It keeps the wrapped backend's name, model and capabilities, so the judge
+    builds the very requests (and provenance) a live call would; the pricing
+    is the batch price.
+    """
+
+    def __init__(self, inner: Backend, book: AnswerBook, *, discount: float) -> None:
+        self.name = inner.name
+        self.model = inner.model
+        self.capabilities = inner.capabilities
+        p = inner.pricing
+        self.pricing = (
+            Pricing(input_per_mtok=p.input_per_mtok * discount, output_per_mtok=p.output_per_mtok * discount)
+            if p is not None
+            else None
+        )
+        self.book = book
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        from judgegraph.backends import chat_params  # needs the openai extra, as the batch API does
+
+        body = chat_params(self.model, request)
+        key = request_key(body)
+        if key in self.book.answers:
+            return self.book.answers[key]
+        if key in self.book.failed:
+            raise BackendError(self.book.failed[key])
+        if self.book.closed:
+            raise BackendError("no batch answer for this request: the follow-up batch limit (max_rounds) was reached")
+        self.book.pending[key] = body
+        misses = misses_var.get()
+        if misses is not None:
+            misses.append(key)
+        raise BackendError("waiting for a batch")
+
+
+class BatchSettler:
+    """Gets an answer or a final failure for each wanted key: finds batches
+    already in the store, polls open ones, downloads finished ones, and
+    creates batches only for keys no live or finished batch holds."""
+
+    def __init__(self, client: Any, table: BatchTable, config_hash: str, book: AnswerBook, options: BatchOptions):
+        self.client, self.table, self.chash, self.book, self.opt = client, table, config_hash, book, options
+        self._read: set[str] = set()  # local keys whose results are in the book
+        self._tries: dict[str, int] = {}  # key -> failed attempts seen
+        self._reasons: dict[str, str] = {}
+
+    async def asettle(self, wanted: set[str]) -> None:
+        while True:
+            rows = self.table.rows(self.chash)
+            await self._adopt_unsent(rows)
+            rows = self.table.rows(self.chash)
+            await self._apoll([r for r in rows if r.batch_id and r.state not in TERMINAL])
+            for r in self.table.rows(self.chash):
+                if r.state in TERMINAL and r.local_key not in self._read:
+                    await self._aread(r)
+            need = [k for k in sorted(wanted) if k not in self.book.answers and k not in self.book.failed]
+            if not need:
+                return
+            retry = []
+            for k in need:
+                if self._tries.get(k, 0) > self.opt.max_resubmits:
+                    self.book.failed[k] = self._reasons.get(k, "the batch request failed")
+                else:
+                    retry.append(k)
+            if retry:
+                await self._asubmit(retry)
+
+    async def _adopt_unsent(self, rows: list[BatchRow]) -> None:
+        """Rows written before a crash cut their batch's creation short: find
+        the batch by its key if it was created, else create it now."""
+        unsent = [r for r in rows if r.batch_id is None]
+        if not unsent:
+            return
+        made: dict[str, Any] = {}
+        async for b in self.client.batches.list(limit=100):
+            key = (b.metadata or {}).get("judgegraph_key")
+            if key:
+                made.setdefault(key, b)
+        for r in unsent:
+            b = made.get(r.local_key)
+            if b is not None:
+                self.table.update(r.local_key, batch_id=b.id, state=b.status)
+            else:
+                await self._acreate(r.local_key, list(r.custom_ids))
+
+    def _chunks(self, keys: list[str]) -> list[list[tuple[str, bytes]]]:
+        chunks: list[list[tuple[str, bytes]]] = [[]]
+        size = 0
+        for k in keys:
+            line = (json.dumps({"custom_id": k, "method": "POST", "url": ENDPOINT, "body": self.book.pending[k]}) + "\n")
+            data = line.encode()
+            cur = chunks[-1]
+            if cur and (len(cur) >= self.opt.max_requests_per_file or size + len(data) > self.opt.max_bytes_per_file):
+                chunks.append([])
+                size = 0
+            chunks[-1].append((k, data))
+            size += len(data)
+        return [c for c in chunks if c]
+
+    async def _asubmit(self, keys: list[str]) -> None:
+        for chunk in self._chunks(keys):
+            ids = [k for k, _ in chunk]
+            tries = max(self._tries.get(k, 0) for k in ids)
+            local = hashlib.sha256(json.dumps([self.chash, ids, tries]).encode()).hexdigest()[:24]
+            self.table.add(local, self.chash, ids)  # committed before the provider hears of it
+            await self._acreate(local, ids, b"".join(d for _, d in chunk))
+
+    async def _acreate(self, local: str, ids: list[str], data: bytes | None = None) -> None:
+        if data is None:
+            data = b"".join(
+                (json.dumps({"custom_id": k, "method": "POST", "url": ENDPOINT, "body": self.book.pending[k]}) + "\n")
+                .encode()
+                for k in ids
+            )
+        f = await self.client.files.create(file=(f"judgegraph-{local}.jsonl", data), purpose="batch")
+        b = await self.client.batches.create(
+            input_file_id=f.id,
+            endpoint=ENDPOINT,
+            completion_window=self.opt.completion_window,
+            metadata={"judgegraph_key": local},
+        )
+        self.table.update(local, batch_id=b.id, state=b.status)
+
+    async def _apoll(self, rows: list[BatchRow]) -> None:
+        delay = self.opt.poll_initial_s
+        open_ = {r.local_key: r for r in rows}
+        while open_:
+            for local, r in list(open_.items()):
+                b = await self.client.batches.retrieve(r.batch_id)
+                reason = None
+                if b.errors is not None and b.errors.data:
+                    reason = "; ".join(f"{e.code}: {e.message}" for e in b.errors.data)
+                self.table.update(
+                    local,
+                    batch_id=b.id,
+                    state=b.status,
+                    output_file_id=b.output_file_id,
+                    error_file_id=b.error_file_id,
+                    reason=reason,
+                )
+                if b.status in TERMINAL:
+                    del open_[local]
+            if open_:
+                await asyncio.sleep(delay)
+                delay = min(delay * self.opt.poll_factor, self.opt.poll_max_s)
+
+    async def _aread(self, r: BatchRow) -> None:
+        self._read.add(r.local_key)
+        seen: set[str] = set()
+        for fid in (r.output_file_id, r.error_file_id):
+            if fid is None:
+                continue
+            content = await self.client.files.content(fid)
+            for line in content.content.decode().splitlines():
+                if line.strip():
+                    seen.add(self._take_line(line))
+        why = f"batch {r.batch_id} {r.state}" + (f": {r.reason}" if r.reason else "")
+        for k in r.custom_ids:
+            if k not in seen and k not in self.book.answers:
+                self._fail(k, why if r.state != "completed" else f"missing from the output of batch {r.batch_id}")
+
+    def _take_line(self, line: str) -> str:
+        from openai.types.chat import ChatCompletion
+
+        from judgegraph.backends import result_from_completion
+
+        try:
+            rec = json.loads(line)
+            key = str(rec["custom_id"])
+        except (ValueError, KeyError, TypeError):
+            return ""
+        resp = rec.get("response") or {}
+        status = resp.get("status_code")
+        body = resp.get("body") or {}
+        if status == 200:
+            try:
+                self.book.answers[key] = result_from_completion(ChatCompletion.model_validate(body), "")
+            except (ValueError, BackendError) as exc:
+                self._fail(key, f"malformed batch output line: {type(exc).__name__}")
+            return key
+        err = (rec.get("error") or body.get("error") or {}) if isinstance(body, dict) else {}
+        self._fail(key, f"batch request failed: HTTP {status}: {err.get('message', 'no message')}")
+        return key
+
+    def _fail(self, key: str, reason: str) -> None:
+        self._tries[key] = self._tries.get(key, 0) + 1
+        self._reasons[key] = reason
