@@ -194,7 +194,8 @@ class BatchAPI:
         self._complete(batch)
 
     def _complete(self, batch: _Batch) -> None:
-        out, err = [], []
+        out: list[str] = []
+        err: list[str] = []
         for n, line in enumerate(self.files[batch.input_file_id].splitlines()):
             rec = json.loads(line)
             cid, body = str(rec["custom_id"]), dict(rec["body"])

@@ -130,7 +130,9 @@ async def arun_batch_job(
         state = "interrupted"
         try:
             claimed: set[str] = set()
-            todo = [p for r in iter_rows(paths, source.format) if (p := _claim(preparer, r, rec, claimed, rerun_failed))]
+            todo = [
+                p for r in iter_rows(paths, source.format) if (p := _claim(preparer, r, rec, claimed, rerun_failed))
+            ]
             book = AnswerBook()
             ctx, bjudge = _wrap(judge, context, book, opt.batch_discount)
             settler = BatchSettler(client, table, chash, book, opt)

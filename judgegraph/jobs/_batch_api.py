@@ -132,7 +132,7 @@ class BatchSettler:
     async def _adopt_unsent(self, rows: list[BatchRow]) -> None:
         """Rows written before a crash cut their batch's creation short: find
         the batch by its key if it was created, else create it now."""
-        unsent = [r for r in rows if r.batch_id is None]
+        unsent = [r for r in rows if r.batch_id is None and r.state not in TERMINAL]
         if not unsent:
             return
         made: dict[str, Any] = {}
@@ -144,15 +144,21 @@ class BatchSettler:
             b = made.get(r.local_key)
             if b is not None:
                 self.table.update(r.local_key, batch_id=b.id, state=b.status)
-            else:
-                await self._acreate(r.local_key, list(r.custom_ids))
+            elif ids := [k for k in r.custom_ids if k in self.book.pending]:
+                await self._acreate(r.local_key, ids)
+            else:  # its items were stored since: nothing left to send
+                self.table.update(r.local_key, batch_id=None, state="cancelled", reason="not needed any more")
+
+    def _line(self, key: str) -> bytes:
+        return (
+            json.dumps({"custom_id": key, "method": "POST", "url": ENDPOINT, "body": self.book.pending[key]}) + "\n"
+        ).encode()
 
     def _chunks(self, keys: list[str]) -> list[list[tuple[str, bytes]]]:
         chunks: list[list[tuple[str, bytes]]] = [[]]
         size = 0
         for k in keys:
-            line = (json.dumps({"custom_id": k, "method": "POST", "url": ENDPOINT, "body": self.book.pending[k]}) + "\n")
-            data = line.encode()
+            data = self._line(k)
             cur = chunks[-1]
             if cur and (len(cur) >= self.opt.max_requests_per_file or size + len(data) > self.opt.max_bytes_per_file):
                 chunks.append([])
@@ -171,11 +177,7 @@ class BatchSettler:
 
     async def _acreate(self, local: str, ids: list[str], data: bytes | None = None) -> None:
         if data is None:
-            data = b"".join(
-                (json.dumps({"custom_id": k, "method": "POST", "url": ENDPOINT, "body": self.book.pending[k]}) + "\n")
-                .encode()
-                for k in ids
-            )
+            data = b"".join(self._line(k) for k in ids)
         f = await self.client.files.create(file=(f"judgegraph-{local}.jsonl", data), purpose="batch")
         b = await self.client.batches.create(
             input_file_id=f.id,

@@ -291,9 +291,7 @@ def eval_command(
         console.print(f"report: judgegraph report {s.run_id} --store {s.store}")
 
 
-def _dry_run(
-    console: Console, spec: Any, store: Path, options: Any, *, as_json: bool, rerun_failed: bool
-) -> None:
+def _dry_run(console: Console, spec: Any, store: Path, options: Any, *, as_json: bool, rerun_failed: bool) -> None:
     from ._batch import aestimate_batch_job
     from ._spec import build_backend, build_judge
 

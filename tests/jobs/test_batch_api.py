@@ -58,7 +58,9 @@ class Judge:
 
 def _spec(src: Path, url: str) -> JobSpec:
     return JobSpec(
-        source=SourceConfig(path=str(src), fields={"instruction": "prompt", "response_a": "left", "response_b": "right"}),
+        source=SourceConfig(
+            path=str(src), fields={"instruction": "prompt", "response_a": "left", "response_b": "right"}
+        ),
         judge=JudgeConfig(kind="pairwise"),
         backend=BackendConfig(
             model="judge-m",
@@ -74,7 +76,14 @@ def _spec(src: Path, url: str) -> JobSpec:
 def _verdicts(db: Path, run_id: str) -> dict[int, tuple[Any, ...]]:
     with Store(db) as st:
         return {
-            r.row: (r.status, r.result["winner"], r.result["inconsistent"], r.result["score_a"], r.result["score_b"], r.reason)
+            r.row: (
+                r.status,
+                r.result["winner"],
+                r.result["inconsistent"],
+                r.result["score_a"],
+                r.result["score_b"],
+                r.reason,
+            )
             for r in st.rows(run_id)
         }
 
