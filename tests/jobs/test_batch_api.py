@@ -20,6 +20,7 @@ import pytest
 from judgegraph.jobs import BackendConfig, BatchOptions, JobSpec, JudgeConfig, Limits, SourceConfig, Store, arun_spec
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
 from judgegraph.testing_batch import BatchAPI
+from judgegraph.types import Pricing
 
 ITEM = re.compile(r"item-(\d+)")
 FAST = BatchOptions(poll_initial_s=0.01, poll_max_s=0.05)
@@ -67,7 +68,7 @@ def _spec(src: Path, url: str) -> JobSpec:
             base_url=url + "/v1",
             structured_output=False,
             max_attempts=1,
-            pricing={"input_per_mtok": 1.0, "output_per_mtok": 4.0},
+            pricing=Pricing(input_per_mtok=1.0, output_per_mtok=4.0),
         ),
         limits=Limits(concurrency=4),
     )
@@ -75,17 +76,20 @@ def _spec(src: Path, url: str) -> JobSpec:
 
 def _verdicts(db: Path, run_id: str) -> dict[int, tuple[Any, ...]]:
     with Store(db) as st:
-        return {
-            r.row: (
-                r.status,
-                r.result["winner"],
-                r.result["inconsistent"],
-                r.result["score_a"],
-                r.result["score_b"],
-                r.reason,
-            )
-            for r in st.rows(run_id)
-        }
+        rows = list(st.rows(run_id))
+    assert all(r.result is not None for r in rows)
+    return {
+        r.row: (
+            r.status,
+            r.result["winner"],
+            r.result["inconsistent"],
+            r.result["score_a"],
+            r.result["score_b"],
+            r.reason,
+        )
+        for r in rows
+        if r.result is not None
+    }
 
 
 @pytest.fixture(autouse=True)
