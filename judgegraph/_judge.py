@@ -13,7 +13,8 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
 from ._backend import Backend, BackendError, GenerateRequest, GenerateResult
-from ._parsing import Parsed, ParseError, parse_output, value_distribution
+from ._parsing import Parsed, ParseError, parse_output
+from ._score_distribution import DistributionMethod, adistributions
 from ._templates import Template, get_template
 from .types import Message, Provenance, Status, Usage
 
@@ -58,6 +59,9 @@ class Outcome:
     latency_s: float
     model: str
     distribution: dict[int | str, float] | None
+    # Score B's distribution for a pair of scores; how both were read.
+    second_distribution: dict[int | str, float] | None = None
+    distribution_method: DistributionMethod | None = None
 
 
 _REPAIR = "Your previous answer could not be read ({reason}). Answer again in the required format. {fmt}"
@@ -227,14 +231,29 @@ class BaseJudge(Runnable[Any, OutT], Generic[InT, OutT]):
                         ),
                     )
                 continue
-            dist = value_distribution(
-                list(res.tokens) if res.tokens else None,
+            dists = await adistributions(
+                backend,
+                request,
                 res.text,
+                res.tokens,
                 parsed.offset,
                 kind=self.template.parser,
                 scale=scale,
+                structured=structured,
             )
-            return Outcome(Status.OK, parsed, raw, None, usage, attempts, time.perf_counter() - started, model, dist)
+            return Outcome(
+                Status.OK,
+                parsed,
+                raw,
+                None,
+                usage,
+                attempts,
+                time.perf_counter() - started,
+                model,
+                dists.first,
+                dists.second,
+                dists.method,
+            )
         return Outcome(Status.UNPARSED, None, raw, reason, usage, attempts, time.perf_counter() - started, model, None)
 
     def _provenance(

@@ -8,6 +8,7 @@ from typing import Any
 
 from ._backend import Backend
 from ._judge import BaseJudge, Outcome, worst
+from ._score_distribution import pair_winner_distribution
 from ._templates import Template, rubric_text
 from .types import PairwiseInput, PairwiseVerdict, Status, SwapPolicy, Winner
 
@@ -91,14 +92,24 @@ class PairwiseJudge(BaseJudge[PairwiseInput, PairwiseVerdict]):
                 dist = {SWAPPED_WINNER.get(str(k), k): v for k, v in dist.items()}
         confidence = None
         choice_dist = None
+        expected: tuple[float, float] | tuple[None, None] = (None, None)
         if dist is not None and not isinstance(o.parsed.value, tuple):
             choice_dist = {str(k): v for k, v in dist.items()}
+            confidence = float(choice_dist.get(winner, 0.0))
+        elif dist is not None and o.second_distribution is not None:
+            # JudgeLM-style pair: P(winner) from the two score distributions.
+            choice_dist, ea, eb = pair_winner_distribution(dist, o.second_distribution)
+            expected = (eb, ea) if swapped else (ea, eb)
+            if swapped:
+                choice_dist = {SWAPPED_WINNER[k]: v for k, v in choice_dist.items()}  # type: ignore[index]
             confidence = float(choice_dist.get(winner, 0.0))
         return PairwiseVerdict(
             status=Status.OK,
             winner=winner,
             score_a=score_a,
             score_b=score_b,
+            expected_score_a=expected[0],
+            expected_score_b=expected[1],
             rationale=o.parsed.rationale,
             confidence=confidence,
             distribution=choice_dist,
@@ -128,11 +139,17 @@ class PairwiseJudge(BaseJudge[PairwiseInput, PairwiseVerdict]):
             confidence = distribution.get(winner or "tie", 0.0)
         else:
             confidence = 1.0 if consistent else 0.5  # swap agreement
+        expected_a = expected_b = None
+        if ab.expected_score_a is not None and ba.expected_score_a is not None:
+            expected_a = (ab.expected_score_a + ba.expected_score_a) / 2
+            expected_b = ((ab.expected_score_b or 0.0) + (ba.expected_score_b or 0.0)) / 2
         return PairwiseVerdict(
             status=Status.OK,
             winner=winner,
             score_a=score_a,
             score_b=score_b,
+            expected_score_a=expected_a,
+            expected_score_b=expected_b,
             rationale=ab.rationale,
             confidence=confidence,
             distribution=distribution,
