@@ -64,7 +64,7 @@ def main() -> None:
     )
 
     model = args.model or _smollm2.ensure()
-    traces = dedup_traces(traces_from_pandalm(DATA / "testset-v1.json"))
+    traces, _, _ = dedup_traces(traces_from_pandalm(DATA / "testset-v1.json"))
     train, held = split_by_instruction(traces, validation_fraction=50 / 164, seed=args.seed)
     n_train_all, n_held_all = len(train), len(held)
     train = [t for t in train if _short(t, args.max_chars)]

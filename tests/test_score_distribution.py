@@ -141,3 +141,26 @@ async def test_a_ten_point_judge_on_the_format_model_gets_an_exact_distribution(
         assert math.fsum(r.distribution.values()) == pytest.approx(1.0)
         assert r.expected_score == pytest.approx(sum(k * p for k, p in r.distribution.items()))
         assert r.confidence == pytest.approx(r.distribution[r.score])
+
+
+async def test_a_pair_of_scores_is_scored_exactly_in_process(tiny_backend) -> None:  # type: ignore[no-untyped-def]
+    from judgegraph._score_distribution import adistributions
+
+    req = GenerateRequest((Message(role="user", content="score both"),), logprobs=True, top_logprobs=5)
+    raw = "Both fine. [SCORES] 8 10"
+    parsed = parse_output(raw, kind="two_scores", scale=(1, 10))
+    got = await adistributions(
+        tiny_backend, req, raw, None, parsed.offset, kind="two_scores", scale=(1, 10), structured=False
+    )
+    assert got.method == "exact" and got.first is not None and got.second is not None
+    for dist in (got.first, got.second):
+        assert set(dist) == set(range(1, 11)) and math.fsum(dist.values()) == pytest.approx(1.0)
+    # Score B is read after the written "8 ": its context differs from A's.
+    direct = await tiny_backend.avalue_logprobs(req, "Both fine. [SCORES] 8 ", [str(v) for v in range(1, 11)])
+    total = math.fsum(math.exp(x) for x in direct)
+    assert got.second == pytest.approx({v: math.exp(x) / total for v, x in zip(range(1, 11), direct, strict=True)})
+    assert got.first != pytest.approx(got.second)
+    # Without logprobs requested the judge asked for nothing: no distribution work.
+    plain = GenerateRequest(req.messages)
+    none = await adistributions(tiny_backend, plain, raw, None, parsed.offset, kind="two_scores", scale=(1, 10))
+    assert none.first is None and none.method is None
