@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from judgegraph._backend import MissingExtraError
 from judgegraph.pretrained import detach_gguf, pretrained_source
+from judgegraph.types import MissingExtraError
 
 from ._sft import load_tokenizer
 

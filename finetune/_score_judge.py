@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from judgegraph._judge import BaseJudge, JudgeInputError, coerce_input
+from judgegraph.judges import Judge, JudgeInputError, coerce_input, find_in_context
 from judgegraph.types import PointwiseInput, PointwiseScore, Provenance, Status
 
 __all__ = ["ScoreRegressor", "ScoreRegressorJudge", "create_score_judge"]
@@ -35,7 +35,7 @@ class ScoreRegressor(Protocol):
     def predict_scores(self, items: Sequence[tuple[str, str]]) -> list[float]: ...
 
 
-class ScoreRegressorJudge(BaseJudge[PointwiseInput, PointwiseScore]):
+class ScoreRegressorJudge(Judge[PointwiseInput, PointwiseScore]):
     """Score single answers with a :class:`ScoreRegressor`. Same API as the
     other judges (``ajudge``, ``ajudge_many``, ``ainvoke``; a LangGraph node
     through ``create_judge_node``; the guardrail graph's ``judge``).
@@ -46,10 +46,10 @@ class ScoreRegressorJudge(BaseJudge[PointwiseInput, PointwiseScore]):
     """
 
     input_model = PointwiseInput
-    default_template = "pointwise-rubric"
 
     def __init__(self, regressor: ScoreRegressor | str = "regressor", *, name: str | None = None) -> None:
-        super().__init__(regressor, name=name)  # type: ignore[arg-type]  # a key or a model, resolved per call
+        self.regressor = regressor
+        self.name = name or type(self).__name__
         if not isinstance(regressor, str):
             self._check(regressor)
 
@@ -63,7 +63,8 @@ class ScoreRegressorJudge(BaseJudge[PointwiseInput, PointwiseScore]):
     ) -> list[PointwiseScore | JudgeInputError]:
         """Judge many answers in one batched pass (``max_concurrency`` is
         accepted for API compatibility; the head batches instead)."""
-        regressor = self._check(self.resolve_backend(backend, context))
+        self._refuse_backend(backend)
+        regressor = self._regressor(context)
         out: list[PointwiseScore | JudgeInputError | None] = [None] * len(values)
         good: list[tuple[int, PointwiseInput]] = []
         for i, v in enumerate(values):
@@ -75,9 +76,20 @@ class ScoreRegressorJudge(BaseJudge[PointwiseInput, PointwiseScore]):
             out[i] = score
         return [r for r in out if r is not None]
 
-    async def _judge(self, item: PointwiseInput, backend: Any) -> PointwiseScore:
-        regressor = self._check(backend)
+    def check_context(self, context: Any) -> None:
+        self._regressor(context)
+
+    async def _ajudge_item(self, item: PointwiseInput, context: Any) -> PointwiseScore:
+        regressor = self._regressor(context)
         return (await self._score([self._item(item, regressor)], regressor))[0]
+
+    def _regressor(self, context: Any) -> ScoreRegressor:
+        found = self.regressor if not isinstance(self.regressor, str) else find_in_context(context, self.regressor)
+        if found is None:
+            raise LookupError(
+                f"{self.name}: no regressor given and none under {self.regressor!r} in the runtime context"
+            )
+        return self._check(found)
 
     @staticmethod
     def _item(value: Any, regressor: ScoreRegressor, *, where: str = "") -> PointwiseInput:

@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgegraph._backend import MissingExtraError
 from judgegraph.pretrained import detach_gguf, pretrained_source
+from judgegraph.types import MissingExtraError
 
 from ._dataset import JudgeDataset
 from ._progress import rich_trainer_callback

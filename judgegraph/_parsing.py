@@ -19,14 +19,12 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
-from ._backend import TokenLogprob
-from ._templates import DELIM_CLOSE, DELIM_OPEN
+from ._score_distribution import topk_distribution
+from ._templates import DELIM_CLOSE, DELIM_OPEN, ParserKind
+from .types import TokenLogprob
 
 __all__ = ["ParseError", "Parsed", "parse_output", "value_distribution"]
-
-ParserKind = Literal["score", "two_scores", "choice", "choice_no_tie"]
 
 
 class ParseError(ValueError):
@@ -244,6 +242,4 @@ def value_distribution(
     """Probability of each admissible value, from the top-k logprobs of the
     tokens from ``offset`` on; multi-token values ("10") included, with the
     approximation stated in :mod:`judgegraph._score_distribution`."""
-    from ._score_distribution import topk_distribution
-
     return topk_distribution(tokens, offset, kind=kind, scale=scale)

@@ -4,7 +4,7 @@ A score such as "10" is more than one token for most tokenizers (digits are
 split), so the top-k alternatives of the score's first token cannot tell 1
 from 10. Two ways round that:
 
-- **exact, in-process** (a backend with :class:`ScoresValues`, e.g.
+- **exact, in-process** (a backend that scores continuations, e.g.
   ``TransformersBackend``): each candidate value's full token sequence is
   scored after the judge's own output up to the value, times the probability
   that the number ends there (the next token does not start with a digit).
@@ -18,6 +18,9 @@ from 10. Two ways round that:
   "10" continuation was never observed), and after a written "1" the next
   token's alternatives split it into 1 and 10. Mass outside the top-k is
   unseen; the distribution is renormalised over what was seen.
+
+This module reads token logprobs only; the exact path, which calls the
+backend, is ``judgegraph.judges._distribution``.
 """
 
 from __future__ import annotations
@@ -26,32 +29,21 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal
 
-from ._backend import GenerateRequest, TokenLogprob
+from ._templates import ParserKind
+from .types import TokenLogprob
 
 __all__ = [
     "DistributionMethod",
     "ScoreDistributions",
-    "ScoresValues",
-    "adistributions",
     "pair_winner_distribution",
+    "second_value_offset",
     "topk_distribution",
 ]
 
-ParserKind = Literal["score", "two_scores", "choice", "choice_no_tie"]
 DistributionMethod = Literal["exact", "top-k"]
 _DIGIT_START = re.compile(r"\d")
-
-
-@runtime_checkable
-class ScoresValues(Protocol):
-    """A backend that can score given continuations of its own output."""
-
-    async def avalue_logprobs(self, request: GenerateRequest, prefix: str, values: Sequence[str]) -> list[float]:
-        """log P(value, then the number ends | the request's prompt + ``prefix``)
-        for each value, in order."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,44 +165,6 @@ def second_value_offset(raw: str, offset: int) -> int | None:
     ``A: 8, B: 7``): after A's digits, the next digit."""
     m = re.compile(r"\d+(?:[.,]\d+)?\D*?(?=\d)").match(raw, offset)
     return m.end() if m else None
-
-
-async def _exact(
-    backend: ScoresValues, request: GenerateRequest, raw: str, offset: int, scale: tuple[int, int]
-) -> dict[int | str, float] | None:
-    values = list(range(scale[0], scale[1] + 1))
-    lps = await backend.avalue_logprobs(request, raw[:offset], [str(v) for v in values])
-    return _normalised({v: math.exp(lp) for v, lp in zip(values, lps, strict=True)})
-
-
-async def adistributions(
-    backend: object,
-    request: GenerateRequest,
-    raw: str,
-    tokens: Sequence[TokenLogprob] | None,
-    offset: int | None,
-    *,
-    kind: ParserKind,
-    scale: tuple[int, int],
-    structured: bool = False,
-) -> ScoreDistributions:
-    """The value distributions of one parsed output: exact where the backend
-    can score continuations (numeric scales), else from top-k logprobs."""
-    if offset is None:
-        return ScoreDistributions()
-    second_at = second_value_offset(raw, offset) if kind == "two_scores" and not structured else None
-    if kind in ("score", "two_scores") and isinstance(backend, ScoresValues) and request.logprobs:
-        try:
-            first = await _exact(backend, request, raw, offset, scale)
-            second = await _exact(backend, request, raw, second_at, scale) if second_at is not None else None
-        except Exception:  # the verdict stands; its distribution falls back to top-k
-            pass
-        else:
-            return ScoreDistributions(first, second, "exact")
-    first = topk_distribution(tokens, offset, kind=kind, scale=scale)
-    second = topk_distribution(tokens, second_at, kind=kind, scale=scale) if second_at is not None else None
-    method: DistributionMethod | None = "top-k" if first is not None else None
-    return ScoreDistributions(first, second, method)
 
 
 def pair_winner_distribution(

@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ._backend import MissingExtraError
+from .types import MissingExtraError
 
 __all__ = [
     "SMOLLM2_FILE",
