@@ -35,7 +35,7 @@ OPTS = ClassifierOptions(
     max_length=64,
     batch_size=16,
     learning_rate=1e-3,
-    max_steps=40,
+    max_steps=60,
     lr_scheduler_type="constant",
     save_steps=1000,
     logging_steps=10,
@@ -47,7 +47,7 @@ BAD = {"instruction": "Tell me one fact about owls (item 3).", "answer": "bright
 @pytest.fixture(scope="module")
 def head(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> SequenceClassifier:
     traces = [
-        t for t in synthetic_traces(96, kind="pointwise", instructions=16, seed=5) if isinstance(t, PointwiseTrace)
+        t for t in synthetic_traces(160, kind="pointwise", instructions=16, seed=5) if isinstance(t, PointwiseTrace)
     ]
     return train_classifier(tiny_model, traces, tmp_path_factory.mktemp("reg") / "run", options=OPTS, progress=False)
 
