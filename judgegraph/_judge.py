@@ -13,7 +13,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
 from ._backend import Backend, BackendError, GenerateRequest, GenerateResult
-from ._parsing import Parsed, ParseError, parse_output, value_distribution
+from ._parsing import Parsed, ParseError, json_body, parse_output, value_distribution
 from ._templates import Template, get_template
 from .types import Message, Provenance, Status, Usage
 
@@ -258,7 +258,9 @@ class BaseJudge(Runnable[Any, OutT], Generic[InT, OutT]):
 
 
 def _copies_input(text: str, fields: Mapping[str, str | None]) -> bool:
-    out = "".join(text.split())
+    # Compare what the JSON parser reads (a code fence around the verdict is
+    # cut off first), not the raw text: a fenced copy is still a copy.
+    out = "".join(json_body(text).split())
     return bool(out) and any(v and out in "".join(v.split()) for v in fields.values())
 
 
