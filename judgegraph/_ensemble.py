@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeAlias, cast
 
 from ._backend import Backend
 from ._judge import BaseJudge, JudgeInputError, coerce_input, worst
+from ._vote_rules import round_half_up, spread_agreement
 from .types import MemberRecord, PairwiseInput, PairwiseVerdict, PointwiseScore, Provenance, Status, Usage, Winner
 
 __all__ = [
@@ -168,10 +169,6 @@ def sum_usage(results: Sequence[Result]) -> Usage:
     return usage
 
 
-def _round_half_up(x: float) -> int:
-    return math.floor(x + 0.5)
-
-
 class EnsembleJudge(CompositeJudge):
     """A jury: every member judges the item concurrently, and the votes are combined.
 
@@ -186,8 +183,9 @@ class EnsembleJudge(CompositeJudge):
 
     A member that fails is left out and listed in ``members`` with its reason.
     With fewer than ``min_ok`` usable votes the result fails, naming every
-    failed member. ``confidence`` is the (weighted) share of usable votes
-    that agree with the final answer, and ``distribution`` the vote shares.
+    failed member. ``confidence`` is the (weighted) share of usable votes that
+    agree with the final answer; for pointwise ``mean`` / ``median`` it is
+    their ``spread_agreement`` with it. ``distribution`` holds vote shares.
     """
 
     def __init__(
@@ -324,15 +322,17 @@ class EnsembleJudge(CompositeJudge):
         if self.aggregation in ("majority", "weighted"):
             top = max(shares.values())
             score: int = min(int(k) for k, s in shares.items() if s == top)  # a split goes to the lower score
+            confidence = shares.get(str(score), 0.0)
         else:
             expected = statistics.fmean(scores) if self.aggregation == "mean" else float(statistics.median(scores))
-            score = _round_half_up(expected)
+            score = round_half_up(expected)
+            confidence = spread_agreement(scores, expected, ok[0][0].scale)
         return PointwiseScore(
             status=Status.OK,
             score=score,
             scale=ok[0][0].scale,
             expected_score=expected,
-            confidence=shares.get(str(score), 0.0),
+            confidence=confidence,
             distribution={int(k): s for k, s in sorted(shares.items(), key=lambda kv: int(kv[0]))},
             rationale=self._summary(votes),
             members=tuple(records),
