@@ -17,13 +17,13 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Sequence
-from itertools import accumulate
 
 __all__ = [
     "HSPACE",
     "LINE_BREAKS",
     "RESULT_MARKER",
     "SCORES_MARKER",
+    "TooManyFormatChars",
     "drop_format_chars",
     "is_format_char",
     "neutralize_markers",
@@ -48,7 +48,7 @@ _CF_RANGES = (
     (0xE0020, 0xE007F),
 )  # fmt: skip
 _CF = "[" + "".join(f"{chr(a)}-{chr(b)}" if a != b else chr(a) for a, b in _CF_RANGES) + "]"
-_CF_RUNS = re.compile(f"({_CF}+)")
+_CF_RUNS = re.compile(f"{_CF}+")
 
 _WORDS = ("result", "scores")
 
@@ -78,17 +78,34 @@ def is_format_char(ch: str) -> bool:
     return any(a <= ord(ch) <= b for a, b in _CF_RANGES)
 
 
-def drop_format_chars(text: str) -> tuple[str, Sequence[tuple[int, int]]]:
+class TooManyFormatChars(ValueError):
+    """More runs of format characters than a caller allows."""
+
+
+def drop_format_chars(text: str, *, max_runs: int | None = None) -> tuple[str, Sequence[tuple[int, int]]]:
     """``text`` without format characters, and what :func:`raw_offset` needs
-    to map offsets in it back to ``text``. One pass of a character class."""
+    to map offsets in it back to ``text``. One pass of a character class;
+    past ``max_runs`` runs of them it stops and raises, so the work on text
+    made of little else is bounded too."""
     if text.isascii():  # no format character below U+0080
         return text, ()
-    parts = _CF_RUNS.split(text)  # kept text, a removed run, kept text, ...
-    if len(parts) == 1:
+    spans: list[tuple[int, int]] = []
+    for m in _CF_RUNS.finditer(text):
+        spans.append(m.span())
+        if max_runs is not None and len(spans) > max_runs:
+            raise TooManyFormatChars(f"more than {max_runs:,} runs of invisible format characters")
+    if not spans:
         return text, ()
-    kept = parts[0::2]
-    # After each removed run: (its offset in the kept text, characters removed so far).
-    gaps = list(zip(accumulate(map(len, kept[:-1])), accumulate(map(len, parts[1::2])), strict=True))
+    kept: list[str] = []
+    gaps: list[tuple[int, int]] = []  # after each removed run: (its offset in the kept text, removed so far)
+    pos = visible = removed = 0
+    for a, b in spans:
+        kept.append(text[pos:a])
+        visible += a - pos
+        removed += b - a
+        gaps.append((visible, removed))
+        pos = b
+    kept.append(text[pos:])
     return "".join(kept), gaps
 
 

@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ._backend import TokenLogprob
-from ._markers import HSPACE, LINE_BREAKS, RESULT_MARKER, SCORES_MARKER, drop_format_chars, raw_offset
+from ._markers import (
+    HSPACE,
+    LINE_BREAKS,
+    RESULT_MARKER,
+    SCORES_MARKER,
+    TooManyFormatChars,
+    drop_format_chars,
+    raw_offset,
+)
 from ._templates import DELIM_CLOSE, DELIM_OPEN
 
 __all__ = ["MAX_OUTPUT_CHARS", "ParseError", "Parsed", "json_body", "parse_output", "value_distribution"]
@@ -67,11 +75,11 @@ _SIGNED = r"([+\-\u2212]?\d+(?:[.,]\d+)?)"
 _NUMBER = re.compile(_SEP + _OPEN + _SIGNED)
 _OUT_OF = re.compile(rf"(?:[*_`]|{_H})*+(?:/|out{_H}++of){_H}*+(\d+)", re.I)
 _CHOICE = re.compile(
-    _SEP + rf"(?:[\[*_`(]|{_H})*+(?:(?:response|assistant|answer|output){_H}++)?(a|b|tie)\b(?:[*_`)\]]|{_H})*+", re.I
+    _SEP + rf"(?:[\[*_`(]|{_H})*+(?:(?:response|assistant|answer|output){_H}++)?(a|b|tie)(?![^\W_])(?:[*_`)\]]|{_H})*+", re.I
 )
 _PAIR = re.compile(
     _SEP
-    + rf"(?:a{_H}*+[:=]{_H}*+)?{_OPEN}{_SIGNED}(?:[*_`)]|{_H})*+(?:[,;/|]{_H}*+|(?<={_H}))"
+    + rf"(?:a{_H}*+[:=]{_H}*+)?{_OPEN}{_SIGNED}[*_`)]*+(?:{_H}*+[,;/|]{_H}*+|{_H}++)"
     + rf"(?:b{_H}*+[:=]{_H}*+)?{_OPEN}{_SIGNED}",
     re.I,
 )
@@ -79,6 +87,9 @@ _PAIR = re.compile(
 # parse can hold the event loop (tens of ms); a legitimate verdict, even
 # after a long chain of reasoning, is far shorter.
 MAX_OUTPUT_CHARS = 1 << 20
+# A verdict has next to no invisible format characters; text made of little
+# else costs a Python step per run, so stop counting there.
+_MAX_FORMAT_RUNS = 10_000
 # The most digits a score can have; longer is off any scale (and int() of a
 # huge digit string is slow, or refused past 4,300 digits).
 _MAX_DIGITS = 18
@@ -148,7 +159,7 @@ def _rationale(text: str, end: int) -> str | None:
 
 
 def _no_number(text: str, pos: int, what: str) -> ParseError:
-    line = text[pos : pos + 40].split("\n", 1)[0].strip()
+    line = (text[pos : pos + 40].splitlines() or [""])[0].strip()
     if re.match(r"[-\u2212+]\s+\d", line):
         return ParseError(f"{what} is followed by a sign, a space and a number ({line[:12]!r}): say which it is")
     if not line:
@@ -157,7 +168,10 @@ def _no_number(text: str, pos: int, what: str) -> ParseError:
 
 
 def _parse_text(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
-    cleaned, gaps = drop_format_chars(raw)
+    try:
+        cleaned, gaps = drop_format_chars(raw, max_runs=_MAX_FORMAT_RUNS)
+    except TooManyFormatChars as exc:
+        raise ParseError(f"output is not a verdict: {exc}") from None
     text = _blank_echoes(cleaned)
     if kind == "two_scores":
         mk = _last_marker(text, SCORES_MARKER, "[SCORES]")
