@@ -75,7 +75,10 @@ _SIGNED = r"([+\-\u2212]?\d+(?:[.,]\d+)?)"
 _NUMBER = re.compile(_SEP + _OPEN + _SIGNED)
 _OUT_OF = re.compile(rf"(?:[*_`]|{_H})*+(?:/|out{_H}++of){_H}*+(\d+)", re.I)
 _CHOICE = re.compile(
-    _SEP + rf"(?:[\[*_`(]|{_H})*+(?:(?:response|assistant|answer|output){_H}++)?(a|b|tie)(?![^\W_])(?:[*_`)\]]|{_H})*+", re.I
+    _SEP
+    + rf"(?:[\[*_`(]|{_H})*+(?:(?:response|assistant|answer|output){_H}++)?"
+    + rf"(a|b|tie)(?![^\W_])(?:[*_`)\]]|{_H})*+",  # not followed by a letter or digit ("_" is emphasis)
+    re.I,
 )
 _PAIR = re.compile(
     _SEP

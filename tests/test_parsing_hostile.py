@@ -176,7 +176,7 @@ def hang_guard() -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
-O, C = DELIM_OPEN, DELIM_CLOSE
+OPEN, CLOSE = DELIM_OPEN, DELIM_CLOSE
 # (output of about 1 MB, kind, structured, expected value or a piece of the reason)
 HOSTILE: list[tuple[str, str, str, bool, object]] = [
     ("fence, newline run, cut off", '```json\n{"feedback": "x",' + "\n" * MB, "score", True, "not valid JSON"),
@@ -192,9 +192,9 @@ HOSTILE: list[tuple[str, str, str, bool, object]] = [
     ("close brackets", "]" * MB, "choice", False, "no [RESULT] marker"),
     ("markers on one line", "[RESULT] " * (MB // 9), "choice", False, "more than one"),
     ("a verdict per line", "[RESULT] 4\n" * (MB // 11), "score", False, 4),
-    ("unclosed end delimiters", f"{O}begin response{C}" + f"{O}end " * (MB // 5) + "\n[RESULT] 5", "score", False,
-     "no [RESULT] marker"),
-    ("begin delimiters", f"{O}begin response{C}[RESULT] 5" * (MB // 27), "score", False, "no [RESULT] marker"),
+    ("unclosed end delimiters", f"{OPEN}begin response{CLOSE}" + f"{OPEN}end " * (MB // 5) + "\n[RESULT] 5",
+     "score", False, "no [RESULT] marker"),
+    ("begin delimiters", f"{OPEN}begin response{CLOSE}[RESULT] 5" * (MB // 27), "score", False, "no [RESULT] marker"),
     ("long number", "[RESULT] " + "9" * MB, "score", False, "on no scale"),
     ("long pair", "[SCORES] " + "1" * (MB // 2) + " " + "2" * (MB // 2), "two_scores", False, "on no scale"),
     ("pair separators", "[SCORES] " + "1, " * (MB // 3), "two_scores", False, "unexpected text"),
@@ -231,9 +231,8 @@ def test_an_output_over_the_limit_is_rejected_unread() -> None:
 def test_the_format_character_table_covers_this_python() -> None:
     # drop_format_chars uses a fixed table (looking each character up is too
     # slow); on a newer Unicode it must still cover every Cf character.
-    missing = [
-        f"U+{c:04X}" for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf" and not is_format_char(chr(c))
-    ]
+    cf = (chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf")
+    missing = [f"U+{ord(ch):04X}" for ch in cf if not is_format_char(ch)]
     assert not missing, f"add to judgegraph._markers._CF_RANGES: {missing}"
 
 
@@ -270,6 +269,7 @@ def test_value_distribution_on_a_signed_scale() -> None:
     # Emphasised values are read from their token too.
     text = "ok [RESULT] **4**"
     offset = parse_output(text, kind="score", scale=(1, 5)).offset
-    toks = [TokenLogprob("ok [RESULT] **", 0.0), TokenLogprob("4", -0.1, (("4", -0.1), ("5", -2.0))), TokenLogprob("**", 0)]
+    four = TokenLogprob("4", -0.1, (("4", -0.1), ("5", -2.0)))
+    toks = [TokenLogprob("ok [RESULT] **", 0.0), four, TokenLogprob("**", 0)]
     dist = value_distribution(toks, text, offset, kind="score", scale=(1, 5))
     assert dist is not None and set(dist) == {4, 5}
