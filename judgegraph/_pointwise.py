@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from ._backend import Backend
 from ._judge import BaseJudge, JudgeInputError, Outcome
-from ._templates import Template, rubric_text
+from ._templates import Template, neutralize, rubric_text
 from .types import ConversationInput, Message, PointwiseInput, PointwiseScore, Rubric, Status
 
 __all__ = [
@@ -78,7 +78,10 @@ class PointwiseJudge(_ScoreJudge):
 
 
 def _transcript(messages: list[Message]) -> str:
-    return "\n\n".join(f"[{m.role}]\n{m.content}" for m in messages if m.role != "system")
+    # Each turn is neutralised on its own too (the template then neutralises
+    # the whole): a turn ending in "[" and the next starting "RESULT] 5" must
+    # not meet as a marker when a judge echoes the turns run together.
+    return "\n\n".join(f"[{m.role}]\n{neutralize(m.content)}" for m in messages if m.role != "system")
 
 
 class MultiTurnJudge(_ScoreJudge):

@@ -16,8 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from judgegraph import ParseError, parse_output
-from judgegraph._backend import TokenLogprob
+from judgegraph import ParseError, TokenLogprob, parse_output
 from judgegraph._markers import drop_format_chars, is_format_char, raw_offset
 from judgegraph._parsing import MAX_OUTPUT_CHARS, value_distribution
 from judgegraph._templates import DELIM_CLOSE, DELIM_OPEN
