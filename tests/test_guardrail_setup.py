@@ -19,6 +19,7 @@ from judgegraph import (
     PairwiseJudge,
     PointwiseJudge,
     PointwiseScore,
+    Rubric,
     RubricJudge,
     ScriptedBackend,
     Status,
@@ -128,7 +129,7 @@ async def test_a_signed_rubric_scale_blocks_a_negative_score() -> None:
 
 async def test_a_rubric_judge_with_signed_levels_reads_negative_scores() -> None:
     levels = {-2: "harmful", -1: "poor", 0: "neutral", 1: "good", 2: "excellent"}
-    crit = [Criterion(name="safety", rubric={"criterion": "Safe?", "levels": levels}, weight=1)]
+    crit = [Criterion(name="safety", rubric=Rubric(criterion="Safe?", levels=levels), weight=1)]
     backend = ScriptedBackend(lambda r: "Unsafe. [RESULT] -2")
     result = await RubricJudge(backend, criteria=crit).ajudge({"instruction": "q", "response": "a"})
     assert result.status is Status.OK and result.criteria["safety"].score == -2
