@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
 from judgegraph import JudgeInputError
-from judgegraph._judge import coerce_input
+from judgegraph.judges import coerce_input
 from judgegraph.types import PointwiseInput, Rubric, Status
 
 from ._context import JudgeContext, JudgeSpec, check_backends, check_judge_kind, emit, lookup_judge

@@ -17,9 +17,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Literal
 
-from ._backend import TokenLogprob
 from ._markers import (
     HSPACE,
     LINE_BREAKS,
@@ -29,11 +27,10 @@ from ._markers import (
     drop_format_chars,
     raw_offset,
 )
-from ._templates import DELIM_CLOSE, DELIM_OPEN
+from ._templates import DELIM_CLOSE, DELIM_OPEN, ParserKind
+from .types import TokenLogprob
 
 __all__ = ["MAX_OUTPUT_CHARS", "ParseError", "Parsed", "json_body", "parse_output", "value_distribution"]
-
-ParserKind = Literal["score", "two_scores", "choice", "choice_no_tie"]
 
 
 class ParseError(ValueError):

@@ -1,0 +1,172 @@
+"""OpenAI (and any OpenAI-compatible server) through ``openai.AsyncOpenAI``."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import Any
+
+from judgegraph.types import Pricing, RetryPolicy, Usage
+
+from ._protocol import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
+from ._retry import Retryable, awith_retries, parse_retry_after
+
+__all__ = ["OpenAIBackend"]
+
+
+class OpenAIBackend:
+    """A GPT-4-class API model, or vLLM/SGLang/TGI via ``base_url``.
+
+    The SDK's own retries are off (``max_retries=0``): ours count attempts for
+    provenance and honour ``retry-after`` the same way across backends.
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: Any = None,
+        retry: RetryPolicy | None = None,
+        pricing: Pricing | None = None,
+        structured_output: bool = True,
+        max_connections: int | None = None,
+    ) -> None:
+        self.model = model
+        self.retry = retry or RetryPolicy()
+        self.pricing = pricing
+        self.capabilities = Capabilities(structured_output=structured_output, logprobs=True)
+        self._fixed_client = client
+        self._key = api_key  # only to scrub it from servers' error text
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        if client is None:
+            try:
+                import openai
+            except ImportError:
+                raise MissingExtraError("OpenAIBackend", "openai") from None
+
+            def make() -> Any:
+                kwargs: dict[str, Any] = {}
+                if max_connections is not None:
+                    # Size the pool to the concurrency: the default keeps 100
+                    # idle connections and churns above that.
+                    import httpx2  # type: ignore[import-not-found]
+
+                    limits = httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+                    kwargs["http_client"] = openai.DefaultAsyncHttpxClient(limits=limits)
+                return openai.AsyncOpenAI(
+                    api_key=api_key, base_url=base_url, max_retries=0, timeout=self.retry.timeout_s, **kwargs
+                )
+
+            self._make_client = make
+            # Built now so a missing key fails at construction; the first event
+            # loop that calls generate() takes it instead of building another.
+            self._unclaimed: Any = make()
+            self._base_url = str(self._unclaimed.base_url)
+        else:
+            self._base_url = str(client.base_url)
+
+    @property
+    def _client(self) -> Any:
+        if self._fixed_client is not None:
+            return self._fixed_client
+        # A client's connection pool belongs to one event loop: keep one per loop.
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client, self._unclaimed = (self._unclaimed or self._make_client()), None
+            self._clients[loop] = client
+        return client
+
+    def __repr__(self) -> str:  # never show the key
+        return f"OpenAIBackend(model={self.model!r}, base_url={self._base_url!r})"
+
+    def _params(self, request: GenerateRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+        }
+        if request.stop:
+            params["stop"] = list(request.stop)
+        if request.seed is not None:
+            params["seed"] = request.seed
+        if request.logprobs:
+            params["logprobs"] = True
+            if request.top_logprobs:
+                params["top_logprobs"] = request.top_logprobs
+        if request.json_schema is not None:
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "schema": request.json_schema, "strict": True},
+            }
+        return params
+
+    async def _once(self, params: dict[str, Any]) -> Any:
+        import openai
+
+        try:
+            return await self._client.chat.completions.create(**params)
+        except openai.RateLimitError as exc:
+            raise Retryable(
+                f"HTTP 429 from {self.model}",
+                parse_retry_after(exc.response.headers.get("retry-after")),
+            ) from None
+        except openai.InternalServerError as exc:
+            raise Retryable(f"HTTP {exc.status_code} from {self.model}") from None
+        except openai.APITimeoutError:
+            raise Retryable(f"request to {self.model} timed out") from None
+        except openai.APIConnectionError as exc:
+            raise Retryable(f"connection to {self.model} failed: {type(exc.__cause__).__name__}") from None
+        except openai.APIStatusError as exc:
+            # Some servers echo the key they were sent in their error text.
+            message = exc.message.replace(self._key, "[redacted]") if self._key else exc.message
+            raise BackendError(f"HTTP {exc.status_code} from {self.model}: {message}") from None
+        except openai.APIResponseValidationError as exc:
+            raise Retryable(f"malformed response from {self.model}: {exc.message}") from None
+        except ValueError as exc:  # body that is not JSON (json.JSONDecodeError)
+            raise Retryable(f"malformed response from {self.model}: {type(exc).__name__}") from None
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        params = self._params(request)
+        resp, attempts, latency = await awith_retries(
+            lambda: self._once(params), self.retry, f"openai model {self.model}"
+        )
+        return _to_result(resp, attempts, latency, self.model)
+
+
+def _to_result(resp: Any, attempts: int, latency: float, model: str) -> GenerateResult:
+    if isinstance(resp, str) or not getattr(resp, "choices", None):
+        raise BackendError(f"malformed response from {model}: no choices", attempts=attempts)
+    choice = resp.choices[0]
+    text = choice.message.content or ""
+    tokens = None
+    lp = getattr(choice, "logprobs", None)
+    if lp is not None and lp.content:
+        tokens = tuple(
+            TokenLogprob(
+                t.token,
+                t.logprob,
+                tuple((alt.token, alt.logprob) for alt in (t.top_logprobs or ())),
+            )
+            for t in lp.content
+        )
+    usage = Usage()
+    if resp.usage is not None:
+        usage = Usage(
+            prompt_tokens=resp.usage.prompt_tokens or 0,
+            completion_tokens=resp.usage.completion_tokens or 0,
+        )
+    return GenerateResult(
+        text=text,
+        model=resp.model or model,
+        usage=usage,
+        tokens=tokens,
+        finish_reason=choice.finish_reason,
+        attempts=attempts,
+        latency_s=latency,
+    )
