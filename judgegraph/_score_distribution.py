@@ -108,6 +108,10 @@ def _score_mass(tokens: Sequence[TokenLogprob], k: int, scale: tuple[int, int]) 
     # alternative either completes a value (and the number ends), or is the
     # written piece and the walk goes on.
     written, carried, i = "", 1.0, k
+    if tokens[k].token.strip() in ("-", "+", "\u2212"):
+        # A sign written as its own token leads to several levels at once:
+        # no per-level mass can be read here (and none is better than a wrong one).
+        return mass
     while i < len(tokens) and carried > 0:
         tok = tokens[i]
         alts = tok.top or ((tok.token, tok.logprob),)

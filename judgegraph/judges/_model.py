@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from judgegraph._parsing import Parsed, ParseError, parse_output
+from judgegraph._parsing import Parsed, ParseError, json_body, parse_output
 from judgegraph._score_distribution import DistributionMethod
 from judgegraph._templates import Template, get_template
 from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult
@@ -234,7 +234,9 @@ class ModelJudge(Judge[InT, OutT]):
 
 
 def _copies_input(text: str, fields: Mapping[str, str | None]) -> bool:
-    out = "".join(text.split())
+    # Compare what the JSON parser reads (a code fence around the verdict is
+    # cut off first), not the raw text: a fenced copy is still a copy.
+    out = "".join(json_body(text).split())
     return bool(out) and any(v and out in "".join(v.split()) for v in fields.values())
 
 
