@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from .._backend import Backend
 from .._judge import BaseJudge, JudgeInputError
 from ._ratelimit import RateLimitedBackend, RateLimiter
-from ._spec import PreparedRow, judge_fingerprint
+from ._spec import PreparedRow, backend_identity, judge_fingerprint
 from ._store import ResultRecord
 
 __all__ = ["failure_record", "fingerprint_for", "judge_prepared", "limit_context", "verdict_record"]
@@ -103,7 +103,5 @@ def fingerprint_for(judge: Any, context: Mapping[str, Any] | None) -> dict[str, 
             backend = None  # a composite (cascade, ensemble): its parts name their own backends
     fp = judge_fingerprint(judge, backend)
     if backend is None and context:
-        fp["context_backends"] = {
-            k: {"name": v.name, "model": v.model} for k, v in sorted(context.items()) if _is_backend(v)
-        }
+        fp["context_backends"] = {k: backend_identity(v) for k, v in sorted(context.items()) if _is_backend(v)}
     return fp

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .._backend import Backend
 from .._judge import BaseJudge, JudgeInputError, coerce_input
+from .._secrets import clean_url
 from ..types import ConversationInput, Criterion, PairwiseInput, PointwiseInput, Pricing, RetryPolicy, SwapPolicy
 from ._sources import lookup
 from ._sources_files import SourceRow
@@ -123,6 +124,10 @@ class BackendConfig(_Config):
             raise ValueError("model must be a non-empty string")
         return v
 
+    def __repr_args__(self) -> Any:  # credentials in base_url are never shown
+        for k, v in super().__repr_args__():
+            yield k, (clean_url(v) if k == "base_url" and isinstance(v, str) else v)
+
 
 class Limits(_Config):
     """``concurrency`` is items in flight (a pairwise item with both orders
@@ -205,9 +210,17 @@ def build_backend(cfg: BackendConfig, *, max_connections: int | None = None) -> 
 
 @dataclass(frozen=True)
 class _BackendId:
-    """What of a backend config can change a verdict (not its URL, key or retries)."""
+    """What of a backend config can change a verdict: the server and model,
+    not the key, the URL's credentials or the retries."""
 
     cfg: BackendConfig
+
+    @property
+    def endpoint(self) -> str:
+        url = self.cfg.base_url
+        if url is None and self.cfg.kind == "openai":
+            url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        return clean_url(url or "").rstrip("/")
 
     @property
     def name(self) -> str:
@@ -246,8 +259,18 @@ def _plain(value: Any, depth: int = 0) -> Any:
     if isinstance(value, BaseJudge) or callable(getattr(value, "ajudge", None)):
         return judge_fingerprint(value, None)
     if all(hasattr(value, a) for a in ("name", "model", "generate")):  # a Backend
-        return {"backend": value.name, "model": value.model}
+        return backend_identity(value)
     return type(value).__qualname__
+
+
+def backend_identity(backend: Any) -> dict[str, Any]:
+    """A backend's kind, model and server: two servers serving the same model
+    name may answer differently, so their verdicts are never shared."""
+    out: dict[str, Any] = {"backend": backend.name, "model": backend.model}
+    endpoint = getattr(backend, "endpoint", None)
+    if isinstance(endpoint, str) and endpoint:
+        out["endpoint"] = clean_url(endpoint).rstrip("/")
+    return out
 
 
 # Attributes that change how fast a judge runs, not what it answers.
@@ -271,6 +294,9 @@ def judge_fingerprint(judge: Any, backend: Any) -> dict[str, Any]:
     fp["class"] = f"{type(judge).__module__}.{type(judge).__qualname__}"
     if backend is not None:
         fp["backend"] = {"name": backend.name, "model": backend.model}
+        endpoint = getattr(backend, "endpoint", None)
+        if isinstance(endpoint, str) and endpoint:
+            fp["backend"]["endpoint"] = clean_url(endpoint).rstrip("/")
         if hasattr(backend, "structured_output"):
             fp["backend"]["structured_output"] = backend.structured_output
         elif hasattr(backend, "capabilities"):
