@@ -142,7 +142,12 @@ async def arun_quickstart(
     # 1. Data: the bundled traces, split by prompt (fit / calibration / held-out).
     items = load_bundled_pandalm()
     split = split_by_instruction(
-        items, heldout_fraction=opts.heldout_fraction, seed=opts.seed, limit=opts.limit, dedupe=True
+        items,
+        heldout_fraction=opts.heldout_fraction,
+        seed=opts.seed,
+        limit=opts.limit,
+        dedupe=True,
+        min_prompts=3,  # fit, calibration and held-out each need a prompt of their own
     )
     inner: QuickstartSplit = split_by_instruction(
         split.train, heldout_fraction=opts.calibration_fraction, seed=opts.seed + 1
