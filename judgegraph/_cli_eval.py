@@ -105,7 +105,7 @@ def _load_spec_file(path: Path) -> dict[str, Any]:
 
 def _fail(console: Console, message: str, code: int = 2) -> typer.Exit:
     # Escaped: rich would read "[ray]" in "pip install 'judgegraph[ray]'" as markup and drop it.
-    console.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 

@@ -180,7 +180,7 @@ def _csv_rows(path: str, file: int, *, delimiter: str = ",") -> Iterator[SourceR
                         file,
                         n,
                         None,
-                        f"CSV record at line {first_line} has {len(record)} fields, the header has {len(header)}",
+                        f"CSV record has {len(record)} fields, the header has {len(header)} (line {first_line})",
                     )
                 else:
                     yield SourceRow(file, n, dict(zip(header, record, strict=True)))

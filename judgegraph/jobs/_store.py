@@ -85,9 +85,23 @@ class Store:
         if self.read_only:
             if not self.path.is_file():
                 raise StoreError(f"{self.path}: no result store here")
-            db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
-            db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
-            got = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            uri = self.path.resolve().as_uri()
+            try:
+                db = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
+                db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
+                got = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            except sqlite3.OperationalError:
+                # A WAL store in a folder we may not write: SQLite cannot make its
+                # shared-memory file. With no write-ahead log left over (the last
+                # writer closed cleanly), the file alone is the whole store.
+                wal = self.path.with_name(self.path.name + "-wal")
+                if wal.exists() and wal.stat().st_size > 0:
+                    raise StoreError(
+                        f"{self.path}: cannot read it without write access to its folder while {wal.name} "
+                        "holds uncommitted pages (is a job still running?)"
+                    ) from None
+                db = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
+                got = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             if got is None or int(got[0]) != SCHEMA_VERSION:
                 raise StoreError(f"{self.path}: not a judgegraph store of schema {SCHEMA_VERSION}")
             return db
