@@ -142,6 +142,9 @@ def eval_command(
     max_attempts: Annotated[int, typer.Option(help="Attempts per request (retries + 1).")] = 4,
     timeout: Annotated[float, typer.Option(help="Seconds per attempt.")] = 60.0,
     store: Annotated[Path, typer.Option(help="SQLite result store.", envvar="JUDGEGRAPH_STORE")] = Path(DEFAULT_STORE),
+    store_timeout: Annotated[
+        float, typer.Option(help="Seconds a commit waits for another writer's lock before it is retried.")
+    ] = 30.0,
     run_id: Annotated[str | None, typer.Option(help="Run name (default: from source and judge config).")] = None,
     rerun_failed: Annotated[bool, typer.Option("--rerun-failed", help="Judge unparsed/error items again.")] = False,
     engine: Annotated[str, typer.Option(help="local or ray.")] = "local",
@@ -158,7 +161,7 @@ def eval_command(
     Exits 0 when every row was judged ok, 1 when any row is unparsed, errored
     or invalid (unless --allow-failures), 2 on bad usage or configuration and
     3 when the store could not be written."""
-    from .jobs import JobProgress, JobSpec, StoreCommitError, StoreError, run_spec
+    from .jobs import JobProgress, JobSpec, Store, StoreCommitError, StoreError, run_spec
     from .types import Pricing
 
     console = Console(stderr=True)
@@ -237,24 +240,45 @@ def eval_command(
         if bar is not None:
             bar.start()
             task_id = bar.add_task("judging", total=None, cost=0.0, tokens=0, failed=0, invalid=0)
-        if engine == "local":
-            summary = asyncio.run(
-                run_spec(spec, store=store, run_id=run_id, rerun_failed=rerun_failed, progress=on_progress)
-            )
-        elif engine == "ray":
-            from .jobs._ray import run_spec_ray
-
-            summary = run_spec_ray(
-                spec,
-                store=store,
-                run_id=run_id,
-                rerun_failed=rerun_failed,
-                progress=on_progress,
-                actors=ray_actors,
-                address=ray_address,
-            )
-        else:
+        if engine not in ("local", "ray"):
             raise _fail(console, f"--engine must be local or ray, not {engine!r}")
+        st = Store(store, busy_timeout_s=store_timeout)
+        try:
+            if engine == "local":
+                summary = asyncio.run(
+                    run_spec(spec, store=st, run_id=run_id, rerun_failed=rerun_failed, progress=on_progress)
+                )
+            else:
+                from .jobs._ray import run_spec_ray
+
+                summary = run_spec_ray(
+                    spec,
+                    store=st,
+                    run_id=run_id,
+                    rerun_failed=rerun_failed,
+                    progress=on_progress,
+                    actors=ray_actors,
+                    address=ray_address,
+                )
+        except BaseException as exc:
+            try:
+                st.close()  # one more try at what is buffered
+            except StoreCommitError as late:
+                raise StoreCommitError(
+                    f"{store}: the store refused commits ({late.reason}); {late.pending} judged results are "
+                    "not saved: run the same command again to judge them and the rest",
+                    pending=late.pending,
+                    reason=late.reason,
+                ) from exc
+            if isinstance(exc, StoreCommitError) and exc.pending:
+                raise StoreCommitError(
+                    f"{store}: the job stopped, the store refused commits ({exc.reason}); everything judged "
+                    "is saved now: run the same command again to judge the rest",
+                    pending=0,
+                    reason=exc.reason,
+                ) from None
+            raise
+        st.close()
     except KeyboardInterrupt:
         if bar is not None:
             bar.stop()

@@ -10,6 +10,7 @@ problem that kept it from being judged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Mapping
@@ -30,7 +31,7 @@ from ._spec import (
     build_judge,
     config_hash,
 )
-from ._store import Store, StoreCommitError
+from ._store import Store, StoreCommitError, StoreError
 
 __all__ = ["run_job", "run_spec"]
 
@@ -100,11 +101,21 @@ async def run_job(
             await _drive(preparer, iter_rows(paths, source.format), rec, judge, ctx, fixed, concurrency, rerun_failed)
             state = "finished"
         finally:
-            st.set_state(run_id, state)
-        return _summary(rec, st, "local", resumed, time.monotonic() - started)
-    finally:
+            try:
+                st.set_state(run_id, state)
+            except StoreError:
+                if state == "finished":
+                    raise  # otherwise the job's own error is on its way out, and says more
+
+        summary = _summary(rec, st, "local", resumed, time.monotonic() - started)
+    except BaseException:
         if owned:
-            st.close()
+            with contextlib.suppress(StoreError):  # the error on its way out says more
+                st.close()
+        raise
+    if owned:
+        st.close()
+    return summary
 
 
 async def _drive(
@@ -164,9 +175,10 @@ async def _drive(
     store.flush()
     if isinstance(flush_error, StoreCommitError):
         raise StoreCommitError(
-            f"{store.path}: the job stopped after {store.max_commit_failures} failed commits in a row ({flush_error}); "
-            "everything judged is now saved, run the same command again to judge the rest",
+            f"{store.path}: the job stopped after {store.max_commit_failures} failed commits in a row "
+            f"({flush_error.reason}); everything judged is saved now: run the same command again to judge the rest",
             pending=0,
+            reason=flush_error.reason,
         )
     work_task.result()  # the work's own error, if it had one
 

@@ -272,6 +272,7 @@ class Store:
             f"{self.path}: commit failed ({exc}); {len(self._results)} results and {len(self._items)} rows "
             "are not saved yet (kept in memory and retried; a rerun judges whatever is not saved when the job ends)",
             pending=len(self._results),
+            reason=str(exc),
         )
 
     def flush(self) -> None:

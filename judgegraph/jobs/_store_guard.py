@@ -30,9 +30,10 @@ class StoreCommitError(StoreError):
     are retried); when the job ends with this error, ``pending`` of them
     were not saved and a rerun judges them again."""
 
-    def __init__(self, message: str, *, pending: int) -> None:
+    def __init__(self, message: str, *, pending: int, reason: str = "") -> None:
         super().__init__(message)
         self.pending = pending
+        self.reason = reason  # SQLite's own words: "database is locked", "database or disk is full"
 
 
 class RunLockedError(StoreError):
