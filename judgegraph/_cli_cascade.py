@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ._planner import CascadePlan, PlannedPolicy, plan_cascades
+from ._planner import CascadePlan, MissingCostError, PlannedPolicy, plan_cascades
 from ._replay import VerdictRecord, read_verdicts
 from .types import Winner
 
@@ -140,6 +141,10 @@ def plan(
             max_tiers=max_tiers,
             tie_credit=tie_credit,
         )
+    except MissingCostError as exc:
+        flags = " ".join(f"--cost {shlex.quote(j + '=COST')}" for j in exc.judges)
+        typer.echo(f"error: no cost for judges {exc.judges} (their recordings carry none): pass {flags}", err=True)
+        raise typer.Exit(1) from None
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -81,7 +81,14 @@ def quickstart(
         int | None, typer.Option("--limit", "--size", min=10, help="reduced run: about this many items")
     ] = None,
     budget: Annotated[
-        float, typer.Option(min=0.01, max=1.0, help="the largest share of items the planner may escalate")
+        float,
+        typer.Option(
+            min=0.01,
+            max=1.0,
+            help="the largest share of calibration items the planner may escalate when it picks the confidence "
+            "threshold; held-out items then follow that threshold, so their escalated share can differ "
+            "(not a cap on held-out escalations)",
+        ),
     ] = 0.5,
     target: Annotated[
         float | None,

@@ -23,7 +23,13 @@ class QuickstartOptions(BaseModel):
         "is set, else replay",
     )
     limit: int | None = Field(default=None, ge=10, description="use about this many items (whole prompts)")
-    budget: float = Field(default=0.5, gt=0, le=1, description="the most items the planner may send up")
+    budget: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="the largest share of calibration items the planner may send up when it picks the "
+        "threshold; not a cap on the held-out share, which follows that threshold",
+    )
     target: float | None = Field(
         default=None, ge=0, le=1, description="agreement to reach; default: the teacher's own on calibration"
     )
