@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Mapping
@@ -34,6 +35,8 @@ from ._spec import (
 from ._store import Store, StoreCommitError, StoreError
 
 __all__ = ["run_job", "run_spec"]
+
+_log = logging.getLogger("judgegraph.jobs")
 
 
 def default_run_id(source: SourceConfig, config_hash: str) -> str:
@@ -143,8 +146,9 @@ async def _drive(
             try:
                 await store.aflush()
                 failures = 0
-            except StoreCommitError:
+            except StoreCommitError as exc:
                 failures += 1
+                _log.warning("%s (failure %d of %d in a row)", exc, failures, store.max_commit_failures)
                 if failures >= store.max_commit_failures:
                     raise
 

@@ -141,6 +141,7 @@ def iter_json_records(fp: Any, *, peek: bool = False) -> Iterator[tuple[Any, int
             return
         # Most records decode in place at C speed; one that runs past the
         # buffer, or is malformed, is delimited by the scan and decoded alone.
+        value: Any = None
         try:
             value, end = _DECODER.raw_decode(scan.buf, scan.pos)
         except (ValueError, RecursionError):
@@ -157,7 +158,6 @@ def iter_json_records(fp: Any, *, peek: bool = False) -> Iterator[tuple[Any, int
         if len(text) > _MAX_RECORD:
             yield ValueError(f"record {n} is over {_MAX_RECORD >> 20} MB"), n, ""
         else:
-            value: Any
             try:
                 value = json.loads(text)
             except ValueError as exc:

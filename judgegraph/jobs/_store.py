@@ -146,9 +146,10 @@ class Store:
         last = self._db.execute("SELECT MAX(read_pass) FROM items WHERE run_id=?", (run_id,)).fetchone()[0]
         self._passes[run_id] = int(last or 0) + 1
         if row is not None:
-            self._db.execute("UPDATE runs SET updated_at=?, state='running' WHERE run_id=?", (now, run_id))
+            self._retry(self._db.execute, "UPDATE runs SET updated_at=?, state='running' WHERE run_id=?", (now, run_id))
             return self.run(run_id), True
-        self._db.execute(
+        self._retry(
+            self._db.execute,
             "INSERT INTO runs VALUES (?,?,?,?,?,?, 'running')",
             (run_id, config_hash, kind, json.dumps(_without_credentials(spec), sort_keys=True), now, now),
         )
@@ -160,10 +161,23 @@ class Store:
         dropped: a rerun reflects the input it read."""
         self._writable()
         self.flush()
-        self._db.execute("UPDATE runs SET state=?, updated_at=? WHERE run_id=?", (state, time.time(), run_id))
+        self._retry(
+            self._db.execute, "UPDATE runs SET state=?, updated_at=? WHERE run_id=?", (state, time.time(), run_id)
+        )
         current = self._passes.get(run_id)
         if state == "finished" and current is not None:
-            self._db.execute("DELETE FROM items WHERE run_id=? AND read_pass<?", (run_id, current))
+            self._retry(self._db.execute, "DELETE FROM items WHERE run_id=? AND read_pass<?", (run_id, current))
+
+    def _retry(self, fn: Any, *args: Any) -> Any:
+        """A write on the calling thread: busy past the timeout is tried again,
+        up to ``max_commit_failures`` times, as the flusher does."""
+        for attempt in range(1, self.max_commit_failures + 1):
+            try:
+                return fn(*args)
+            except sqlite3.OperationalError as exc:
+                if attempt == self.max_commit_failures or ("locked" not in str(exc) and "busy" not in str(exc)):
+                    raise
+        raise AssertionError("unreachable")
 
     def _writable(self) -> None:
         if self.read_only:
@@ -282,7 +296,7 @@ class Store:
         if self._results or self._items or self._inputs:
             batch = self._take()
             try:
-                self._commit(self._db, *batch)
+                self._retry(self._commit, self._db, *batch)
             except sqlite3.Error as exc:
                 self._put_back(*batch)
                 raise self._failed(exc) from None
