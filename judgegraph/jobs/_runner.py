@@ -32,7 +32,8 @@ from ._spec import (
     build_judge,
     config_hash,
 )
-from ._store import Store, StoreCommitError, StoreError
+from ._store import Store
+from ._store_guard import StoreCommitError, StoreError
 
 __all__ = ["run_job", "run_spec"]
 

@@ -7,11 +7,10 @@ records its rows (``run_id, file, row``) with the item hash, label and any
 input problem, which is what reports are built from.
 
 Writes are buffered and committed in small transactions (at most every
-``flush_interval_s``); a process killed with ``kill -9`` loses at most the
-results of that last interval, never a committed one, and never leaves a
-half-written row. A commit that fails (the database busy past the timeout,
-a full disk, an I/O error) puts its batch back in the buffer to be retried,
-and raises :class:`StoreCommitError`: results are never dropped silently.
+``flush_interval_s``); ``kill -9`` loses at most that last interval, never a
+committed or half-written row. A failed commit (busy past the timeout, disk
+full, I/O error) puts its batch back to be retried and raises
+:class:`StoreCommitError`: results are never dropped silently.
 """
 
 from __future__ import annotations
@@ -26,9 +25,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .._secrets import strip_userinfo
+from ._store_connect import connect_store, retry_busy, without_credentials
 from ._store_guard import RunLock, StoreCommitError, StoreError
-from ._store_records import SCHEMA, SCHEMA_VERSION, ItemRecord, ResultRecord, RunInfo, RunMismatchError, StoredRow
+from ._store_records import ItemRecord, ResultRecord, RunInfo, RunMismatchError, StoredRow
 
 __all__ = [
     "ItemRecord",
@@ -54,10 +53,9 @@ class Store:
         busy_timeout_s: float = 30.0,
         read_only: bool = False,
     ) -> None:
-        """``busy_timeout_s`` is how long a commit waits for another writer's
-        lock before it fails (and is retried). ``read_only`` opens the file
-        for reading only, creating and changing nothing: reports use it, and
-        it works on a store the user may not write."""
+        """``busy_timeout_s``: how long a commit waits for another writer's lock
+        before it fails (and is retried). ``read_only`` creates and changes
+        nothing, and works on a store the user may not write."""
         self.path = Path(path)
         self.flush_interval_s = flush_interval_s
         self.flush_rows = flush_rows
@@ -82,55 +80,15 @@ class Store:
             raise StoreError(f"{self.path}: cannot open the result store: {exc}") from None
 
     def _open(self) -> sqlite3.Connection:
-        if self.read_only:
-            if not self.path.is_file():
-                raise StoreError(f"{self.path}: no result store here")
-            uri = self.path.resolve().as_uri()
-            try:
-                db = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
-                db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
-                got = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            except sqlite3.OperationalError:
-                # A WAL store in a folder we may not write: SQLite cannot make its
-                # shared-memory file. With no write-ahead log left over (the last
-                # writer closed cleanly), the file alone is the whole store.
-                wal = self.path.with_name(self.path.name + "-wal")
-                if wal.exists() and wal.stat().st_size > 0:
-                    raise StoreError(
-                        f"{self.path}: cannot read it without write access to its folder while {wal.name} "
-                        "holds uncommitted pages (is a job still running?)"
-                    ) from None
-                db = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
-                got = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if got is None or int(got[0]) != SCHEMA_VERSION:
-                raise StoreError(f"{self.path}: not a judgegraph store of schema {SCHEMA_VERSION}")
-            return db
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False)
-        db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
-        db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode survives a killed process (only power loss can
-        # drop the last transactions), at a fraction of FULL's fsync cost.
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.executescript(SCHEMA)
-        got = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-        if got is None:
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-        elif int(got[0]) != SCHEMA_VERSION:
-            raise StoreError(f"{self.path}: store schema {got[0]} is not the supported {SCHEMA_VERSION}")
-        columns = {r[1] for r in db.execute("PRAGMA table_info(items)")}
-        if "read_pass" not in columns:  # a store written before rows carried their read pass
-            db.execute("ALTER TABLE items ADD COLUMN read_pass INTEGER NOT NULL DEFAULT 0")
-        return db
+        return connect_store(self.path, busy_timeout_s=self.busy_timeout_s, read_only=self.read_only)
 
     # ------------------------------------------------------------ runs
 
     def open_run(self, run_id: str, *, config_hash: str, kind: str, spec: dict[str, Any]) -> tuple[RunInfo, bool]:
         """Create the run, or return the existing one (``True`` when it existed).
         An existing run with another judge configuration is an error: results
-        from two judges must not be mixed under one name. The run stays
-        locked to this store object until :meth:`close`: a second writer of
-        the same run, in any process, gets :class:`RunLockedError`."""
+        from two judges must not be mixed under one name. The run stays locked to this
+        store until :meth:`close`: another writer of it, in any process, gets :class:`RunLockedError`."""
         self._writable()
         row = self._db.execute("SELECT config_hash FROM runs WHERE run_id=?", (run_id,)).fetchone()
         if row is not None and row[0] != config_hash:
@@ -151,7 +109,7 @@ class Store:
         self._retry(
             self._db.execute,
             "INSERT INTO runs VALUES (?,?,?,?,?,?, 'running')",
-            (run_id, config_hash, kind, json.dumps(_without_credentials(spec), sort_keys=True), now, now),
+            (run_id, config_hash, kind, json.dumps(without_credentials(spec), sort_keys=True), now, now),
         )
         return self.run(run_id), False
 
@@ -169,15 +127,7 @@ class Store:
             self._retry(self._db.execute, "DELETE FROM items WHERE run_id=? AND read_pass<?", (run_id, current))
 
     def _retry(self, fn: Any, *args: Any) -> Any:
-        """A write on the calling thread: busy past the timeout is tried again,
-        up to ``max_commit_failures`` times, as the flusher does."""
-        for attempt in range(1, self.max_commit_failures + 1):
-            try:
-                return fn(*args)
-            except sqlite3.OperationalError as exc:
-                if attempt == self.max_commit_failures or ("locked" not in str(exc) and "busy" not in str(exc)):
-                    raise
-        raise AssertionError("unreachable")
+        return retry_busy(fn, *args, attempts=self.max_commit_failures)
 
     def _writable(self) -> None:
         if self.read_only:
@@ -276,11 +226,6 @@ class Store:
         self._inputs = inputs + self._inputs
         self._pending_hashes.update((r.config_hash, r.item_hash) for r in results)
 
-    @property
-    def pending(self) -> int:
-        """Results buffered and not yet committed."""
-        return len(self._results)
-
     def _failed(self, exc: sqlite3.Error) -> StoreCommitError:
         return StoreCommitError(
             f"{self.path}: commit failed ({exc}); {len(self._results)} results and {len(self._items)} rows "
@@ -302,9 +247,8 @@ class Store:
                 raise self._failed(exc) from None
 
     async def aflush(self) -> None:
-        """Like :meth:`flush`, but the commit runs on a worker thread with its
-        own connection, so a slow disk never stalls the event loop. Results
-        being committed stay visible to :meth:`result_status`."""
+        """:meth:`flush` on a worker thread with its own connection (a slow disk never
+        stalls the event loop); results being committed stay visible to :meth:`result_status`."""
         self._last_flush = time.monotonic()
         if not (self._results or self._items or self._inputs):
             return
@@ -454,14 +398,3 @@ class Store:
             (config_hash,),
         ):
             yield ResultRecord(*r)
-
-
-def _without_credentials(value: Any) -> Any:
-    """A run record as stored: URLs lose their user info (``http://user:KEY@host``)."""
-    if isinstance(value, str):
-        return strip_userinfo(value)
-    if isinstance(value, dict):
-        return {k: _without_credentials(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_without_credentials(v) for v in value]
-    return value
