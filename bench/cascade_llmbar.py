@@ -24,12 +24,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judgegraph._calibration import agreement_credit, calibrate_cascade, calibrated_tiers, matches_label
-from judgegraph._cascade import Budget, CascadeJudge, EscalationPolicy, SwapInconsistency
-from judgegraph._ensemble import EnsembleJudge
-from judgegraph._planner import plan_cascades
-from judgegraph._replay import LLMBarReplay, ReplayJudge, llmbar_replay
+from judgegraph.cascade import (
+    Budget,
+    CascadeJudge,
+    EscalationPolicy,
+    SwapInconsistency,
+    agreement_credit,
+    calibrate_cascade,
+    calibrated_tiers,
+    matches_label,
+    plan_cascades,
+)
 from judgegraph.datasets import load_llmbar_run
+from judgegraph.judges import EnsembleJudge, LLMBarReplay, ReplayJudge, llmbar_replay
 from judgegraph.types import PairwiseVerdict
 
 STRONG = "GPT-4"

@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judgegraph._replay import ReplayJudge, item_key
 from judgegraph.datasets import PandaLMItem
 from judgegraph.finetune._traces import PairwiseTrace
 from judgegraph.flywheel import (
@@ -42,7 +41,8 @@ from judgegraph.flywheel import (
     write_flywheel_report,
 )
 from judgegraph.flywheel._rules import matches
-from judgegraph.quickstart import load_bundled_pandalm, split_by_instruction
+from judgegraph.judges import ReplayJudge, item_key
+from judgegraph.quickstart import load_bundled_pandalm, split_pandalm_by_prompt
 from judgegraph.quickstart._local import encoder_path
 from judgegraph.types import PairwiseVerdict, Winner
 
@@ -91,7 +91,7 @@ def teacher_for(items: list[PandaLMItem], cost_per_call: float) -> ReplayJudge:
 
 
 def run_seed(args: argparse.Namespace, seed: int, items: list[PandaLMItem]) -> dict[str, Any]:
-    split = split_by_instruction(items, heldout_fraction=args.heldout_fraction, seed=seed)
+    split = split_pandalm_by_prompt(items, heldout_fraction=args.heldout_fraction, seed=seed)
     batches = batches_by_prompt(split.train, args.rounds, seed)
     labels: dict[str, Winner] = {item_key(it.to_pairwise_input()): it.gold_winner for it in split.train}  # type: ignore[misc]
     teacher_v = {item_key(it.to_pairwise_input()): it.recorded_verdict("gpt-3.5-turbo") for it in split.train}

@@ -74,7 +74,7 @@ def _client(url: str, n: int, concurrency: int, pairs: int) -> dict[str, list[di
         return sum(isinstance(r, PairwiseVerdict) and r.ok for r in out["results"])
 
     # The plain loop sends the same request bodies the judge sends.
-    from judgegraph._backend import GenerateRequest
+    from judgegraph.backends import GenerateRequest
     from judgegraph.types import PairwiseInput
 
     def params_for(item: dict[str, str]) -> list[dict[str, Any]]:

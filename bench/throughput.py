@@ -106,7 +106,7 @@ async def _plain(src: Path, url: str, concurrency: int) -> tuple[int, float, flo
 
 
 def _params(backend: Any, judge: Any, rec: dict[str, str]) -> dict[str, Any]:
-    from judgegraph._backend import GenerateRequest
+    from judgegraph.backends import GenerateRequest
 
     fields = {"instruction": rec["q"], "response_a": rec["a"], "response_b": rec["b"], "reference": None,
               "rubric_text": None}  # fmt: skip
@@ -118,16 +118,16 @@ def _params(backend: Any, judge: Any, rec: dict[str, str]) -> dict[str, Any]:
 
 
 async def _job(src: Path, url: str, concurrency: int, store: Path) -> tuple[int, float, float]:
-    from judgegraph.jobs import run_spec
+    from judgegraph.jobs import arun_spec
 
     spec = _spec(src, url, concurrency)
     # Warm the client and the imports on a one-item job in another store.
     warm = src.with_name("warm.jsonl")
     warm.write_text(src.read_text().split("\n", 1)[0] + "\n")
-    await run_spec(spec.model_copy(update={"source": spec.source.model_copy(update={"path": str(warm)})}),
+    await arun_spec(spec.model_copy(update={"source": spec.source.model_copy(update={"path": str(warm)})}),
                    store=store.with_name("warm.db"))  # fmt: skip
     cpu0, t0 = _usage()[0], time.perf_counter()
-    s = await run_spec(spec, store=store)
+    s = await arun_spec(spec, store=store)
     elapsed, cpu = time.perf_counter() - t0, _usage()[0] - cpu0
     assert s.ok == s.rows and s.judged == s.rows, s
     return s.judged, elapsed, cpu

@@ -18,11 +18,20 @@ trl are imported only when a function needs them.
 from ._classifier import ClassifierOptions, SequenceClassifier, train_classifier
 from ._classifier_judge import ClassifierJudge, create_classifier_judge, load_classifier
 from ._config import ConfigError, DataSource, FinetuneConfig, load_config
-from ._dataset import DatasetConfig, Example, JudgeDataset, build_dataset, dedup_traces, split_by_instruction
+from ._dataset import (
+    DatasetConfig,
+    Example,
+    JudgeDataset,
+    build_dataset,
+    dedup_traces,
+    instruction_key,
+    split_by_instruction,
+)
 from ._evaluate import EvalReport, aevaluate_judge, evaluate_judge
 from ._export import ExportResult, export_for_serving, launch_commands, merge_linear, merge_lora
 from ._pipeline import RunReport, run_finetune
 from ._probe import EncoderProbe, ProbeOptions, train_probe
+from ._progress import make_progress
 from ._scorer import PairScorer
 from ._sft import SFTOptions, TrainResult, train_sft
 from ._store_traces import StoreExport, traces_from_store
@@ -67,9 +76,11 @@ __all__ = [
     "dedup_traces",
     "evaluate_judge",
     "export_for_serving",
+    "instruction_key",
     "launch_commands",
     "load_classifier",
     "load_config",
+    "make_progress",
     "merge_linear",
     "merge_lora",
     "read_traces",

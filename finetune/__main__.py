@@ -1,6 +1,6 @@
 """``python -m judgegraph.finetune``: the same commands as ``judgegraph finetune``,
 for ``accelerate launch -m`` and ``torchrun -m``."""
 
-from ._cli import app
+from .cli import app
 
 app()

@@ -21,8 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgegraph._backend import MissingExtraError
-from judgegraph.types import PairwiseInput
+from judgegraph.types import MissingExtraError, PairwiseInput
 
 from ._progress import rich_trainer_callback
 from ._scorer import PairScorer

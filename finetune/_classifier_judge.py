@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from judgegraph._judge import BaseJudge, JudgeInputError, coerce_input
-from judgegraph._pairwise import SWAPPED_WINNER
+from judgegraph.judges import Judge, JudgeInputError, coerce_input, find_in_context
+from judgegraph.rules import SWAPPED_WINNER
 from judgegraph.types import PairwiseInput, PairwiseVerdict, Provenance, Status, SwapPolicy, Winner
 
 from ._scorer import PairScorer
@@ -24,7 +24,7 @@ from ._scorer import PairScorer
 __all__ = ["ClassifierJudge", "create_classifier_judge", "load_classifier"]
 
 
-class ClassifierJudge(BaseJudge[PairwiseInput, PairwiseVerdict]):
+class ClassifierJudge(Judge[PairwiseInput, PairwiseVerdict]):
     """Judge pairs with a :class:`PairScorer` (an :class:`EncoderProbe` or a
     :class:`SequenceClassifier`). Same public API as the other judges:
     ``ajudge``, ``ajudge_many``, ``ainvoke``, and it works as a LangGraph node
@@ -35,12 +35,12 @@ class ClassifierJudge(BaseJudge[PairwiseInput, PairwiseVerdict]):
     """
 
     input_model = PairwiseInput
-    default_template = "pairwise-choice"
 
     def __init__(
         self, scorer: PairScorer | str = "classifier", *, name: str | None = None, swap: SwapPolicy | None = None
     ) -> None:
-        super().__init__(scorer, name=name)  # type: ignore[arg-type]  # a PairScorer has the Backend attributes
+        self.scorer = scorer
+        self.name = name or type(self).__name__
         self.swap = swap or SwapPolicy()
 
     async def ajudge_many(
@@ -53,7 +53,8 @@ class ClassifierJudge(BaseJudge[PairwiseInput, PairwiseVerdict]):
     ) -> list[PairwiseVerdict | JudgeInputError]:
         """Judge many pairs in one batched pass (``max_concurrency`` is accepted
         for API compatibility; the classifier batches instead)."""
-        scorer = self._scorer(backend, context)
+        self._refuse_backend(backend)
+        scorer = self._scorer(context)
         out: list[PairwiseVerdict | JudgeInputError | None] = [None] * len(values)
         good: list[tuple[int, PairwiseInput]] = []
         for i, v in enumerate(values):
@@ -66,11 +67,16 @@ class ClassifierJudge(BaseJudge[PairwiseInput, PairwiseVerdict]):
             out[i] = verdict
         return [r for r in out if r is not None]
 
-    async def _judge(self, item: PairwiseInput, backend: Any) -> PairwiseVerdict:
-        return (await self._score([item], self._scorer(backend)))[0]
+    def check_context(self, context: Any) -> None:
+        self._scorer(context)
 
-    def _scorer(self, backend: Any = None, context: Any = None) -> PairScorer:
-        found = self.resolve_backend(backend, context)
+    async def _ajudge_item(self, item: PairwiseInput, context: Any) -> PairwiseVerdict:
+        return (await self._score([item], self._scorer(context)))[0]
+
+    def _scorer(self, context: Any = None) -> PairScorer:
+        found = self.scorer if not isinstance(self.scorer, str) else find_in_context(context, self.scorer)
+        if found is None:
+            raise LookupError(f"{self.name}: no scorer given and none under {self.scorer!r} in the runtime context")
         if not isinstance(found, PairScorer):
             raise TypeError(
                 f"{self.name}: expected a PairScorer (EncoderProbe, SequenceClassifier), got {type(found).__name__}"

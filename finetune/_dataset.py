@@ -19,8 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from judgegraph._pointwise import _generic_rubric
-from judgegraph._templates import Template, get_template, neutralize, rubric_text
+from judgegraph._templates import Template, generic_rubric, get_template, neutralize, rubric_text
 from judgegraph.types import Message
 
 from ._phrasings import phrasing, phrasing_count
@@ -212,7 +211,7 @@ def _fields(t: AnyTrace, *, with_reference: bool, scale: tuple[int, int]) -> dic
         "instruction": t.instruction,
         "response": t.response,
         "reference": reference,
-        "rubric_text": rubric_text(t.rubric) if t.rubric else _generic_rubric(scale),
+        "rubric_text": rubric_text(t.rubric) if t.rubric else generic_rubric(scale),
     }
 
 

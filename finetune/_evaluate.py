@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from judgegraph._judge import JudgeInputError
+from judgegraph.judges import JudgeInputError
 from judgegraph.types import PairwiseVerdict, PointwiseInput, PointwiseScore
 
 from ._traces import PairwiseTrace, PointwiseTrace
@@ -140,6 +140,15 @@ async def aevaluate_judge(
     return _pointwise_report(traces, results)  # type: ignore[arg-type]
 
 
-def evaluate_judge(judge: Any, traces: Sequence[PairwiseTrace | PointwiseTrace], **kwargs: Any) -> EvalReport:
+def evaluate_judge(
+    judge: Any,
+    traces: Sequence[PairwiseTrace | PointwiseTrace],
+    *,
+    backend: Any = None,
+    context: Any = None,
+    max_concurrency: int = 16,
+) -> EvalReport:
     """Synchronous :func:`aevaluate_judge`, for scripts and the CLI."""
-    return asyncio.run(aevaluate_judge(judge, traces, **kwargs))
+    return asyncio.run(
+        aevaluate_judge(judge, traces, backend=backend, context=context, max_concurrency=max_concurrency)
+    )

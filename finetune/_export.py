@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from judgegraph._backend import MissingExtraError
+from judgegraph.types import MissingExtraError
 
 from ._sft import load_tokenizer
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgegraph._backend import MissingExtraError
+from judgegraph.types import MissingExtraError
 
 from ._dataset import JudgeDataset
 from ._progress import rich_trainer_callback

@@ -51,11 +51,11 @@ def _pick_run(store: Store, run_id: str | None) -> str:
 
 def _run_scale(spec: dict[str, Any]) -> tuple[int, int] | None:
     """The scale the run's judge used: from the job spec (``judgegraph eval``) or
-    from the judge's fingerprint (``run_job``)."""
+    from the judge's fingerprint (``arun_job``)."""
     from judgegraph.jobs import JobSpec, build_judge
 
     try:
-        return tuple(build_judge(JobSpec.model_validate(spec).judge).scale)  # type: ignore[return-value]
+        return build_judge(JobSpec.model_validate(spec).judge).scale
     except ValidationError:
         pass
     fp = spec.get("judge")

@@ -3,23 +3,24 @@
 A graph is built once and reused; which model judges is decided per run.
 So a graph holds a judge *key* (or, if you prefer, a fixed judge object),
 and each node looks the key up in ``runtime.context``. The judge then finds
-its own backend in the same context (see ``BaseJudge.resolve_backend``).
+its own backend in the same context (see ``Judge.resolve_backend``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
+
+from judgegraph.judges import find_in_context
 
 __all__ = ["JudgeContext", "JudgeLike", "JudgeSpec", "emit", "lookup_judge"]
 
 
 @runtime_checkable
 class JudgeLike(Protocol):
-    """Anything with BaseJudge's async API: judges, ensembles, cascades."""
+    """Anything with Judge's async API: judges, ensembles, cascades."""
 
     async def ajudge(self, value: Any, *, context: Any = None) -> Any: ...
 
@@ -44,20 +45,12 @@ class JudgeContext(TypedDict, total=False):
     backend: Any
 
 
-def _find(context: Any, key: str) -> Any:
-    if context is None:
-        return None
-    if isinstance(context, Mapping):
-        return context.get(key)
-    return getattr(context, key, None)
-
-
 def lookup_judge(spec: JudgeSpec, context: Any, *, graph: str) -> JudgeLike:
     """The judge ``spec`` names. A missing or wrong judge is a set-up error
     and raises, naming the key, rather than yielding a failed verdict."""
     if not isinstance(spec, str):
         return spec
-    found = _find(context, spec)
+    found = find_in_context(context, spec)
     if found is None:
         raise LookupError(f"{graph} graph: no judge under {spec!r} in the runtime context")
     if not callable(getattr(found, "ajudge", None)):

@@ -33,7 +33,7 @@ from langgraph.types import Checkpointer, Send
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
-from judgegraph._judge import JudgeInputError
+from judgegraph.judges import JudgeInputError
 from judgegraph.types import Status
 
 from ._context import JudgeContext, JudgeSpec, emit, lookup_judge

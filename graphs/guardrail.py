@@ -35,7 +35,7 @@ from langgraph.types import Checkpointer
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
-from judgegraph._judge import coerce_input
+from judgegraph.judges import coerce_input
 from judgegraph.types import PointwiseInput, Rubric, Status
 
 from ._context import JudgeContext, JudgeSpec, emit, lookup_judge

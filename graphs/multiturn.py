@@ -24,7 +24,7 @@ from langgraph.types import Checkpointer, Send
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
-from judgegraph._judge import coerce_input, worst
+from judgegraph.judges import coerce_input, worst
 from judgegraph.types import ConversationInput, Message, PointwiseScore, Rubric, Status
 
 from ._context import JudgeContext, JudgeSpec, emit, lookup_judge

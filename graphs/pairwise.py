@@ -13,8 +13,6 @@ pass ``swap=SwapPolicy(mode="single")`` to leave position bias to it.
 
 from __future__ import annotations
 
-import time
-from functools import lru_cache
 from typing import Annotated, Any, Required
 
 from langgraph.graph import END, START, StateGraph
@@ -23,17 +21,14 @@ from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer, Send
 from typing_extensions import TypedDict
 
-from judgegraph._judge import coerce_input, worst
-from judgegraph._pairwise import SWAPPED_WINNER, PairwiseJudge
-from judgegraph.types import PairwiseInput, PairwiseVerdict, Rubric, Status, SwapPolicy
+from judgegraph.judges import PairwiseJudge, coerce_input
+from judgegraph.rules import ORDER_LABELS, combine_orders, combine_provenance, flip_verdict
+from judgegraph.types import PairwiseInput, PairwiseVerdict, Rubric, SwapPolicy, worst_status
 
 from ._context import JudgeContext, JudgeSpec, emit, lookup_judge
-from ._provenance import merge_provenance
 from ._reducers import merge_or_reset
 
 __all__ = ["PairwiseGraphInput", "PairwiseGraphOutput", "PairwiseState", "create_pairwise_graph"]
-
-_LABELS = ("A/B", "B/A")
 
 
 class PairwiseGraphInput(TypedDict, total=False):
@@ -60,35 +55,13 @@ class _OrderTask(TypedDict):
     swapped: bool
 
 
-@lru_cache(maxsize=8)
-def _combiner(policy: SwapPolicy) -> PairwiseJudge:
-    # PairwiseJudge owns the merge rules; a bare instance per policy lets a
-    # non-PairwiseJudge judge's two verdicts be merged by the same code.
-    return PairwiseJudge("unused", swap=policy)
-
-
-def _flip(v: PairwiseVerdict) -> PairwiseVerdict:
-    """A verdict on the swapped pair, stated for the original order."""
-    if v.winner is None:
-        return v
-    dist = {SWAPPED_WINNER.get(k, k): p for k, p in v.distribution.items()} if v.distribution else None
-    return v.model_copy(
-        update={"winner": SWAPPED_WINNER[v.winner], "score_a": v.score_b, "score_b": v.score_a, "distribution": dist}
-    )
-
-
 async def _judge_order(judge: Any, item: PairwiseInput, *, swapped: bool, context: Any) -> PairwiseVerdict:
     if isinstance(judge, PairwiseJudge):
-        backend = judge.resolve_backend(None, context)
-        started = time.perf_counter()
-        outcome = await judge._call(backend, judge._fields(item), judge.scale)
-        verdict = judge._order_verdict(outcome, swapped=swapped)
-        prov = judge._provenance(backend, [outcome], verdict.status, time.perf_counter() - started)
-        return verdict.model_copy(update={"provenance": prov})
-    result = await judge.ajudge(item, context=context)
+        return await judge.ajudge_order(item, swapped=swapped, context=context)
+    result = await judge.ajudge(item.swapped() if swapped else item, context=context)
     if not isinstance(result, PairwiseVerdict):
         raise TypeError(f"pairwise graph: the judge returned a {type(result).__name__}, not a PairwiseVerdict")
-    return _flip(result) if swapped else result
+    return flip_verdict(result) if swapped else result
 
 
 def create_pairwise_graph(
@@ -119,31 +92,16 @@ def create_pairwise_graph(
 
     async def order(task: _OrderTask, runtime: Runtime[Any]) -> dict[str, Any]:
         found = lookup_judge(judge, runtime.context, graph="pairwise")
-        item = task["pair"].swapped() if task["swapped"] else task["pair"]
-        verdict = await _judge_order(found, item, swapped=task["swapped"], context=runtime.context)
-        label = _LABELS[task["swapped"]]
+        verdict = await _judge_order(found, task["pair"], swapped=task["swapped"], context=runtime.context)
+        label = ORDER_LABELS[task["swapped"]]
         emit(runtime, {"graph": name, "order": label, "verdict": verdict})
         return {"orders": {label: verdict}}
 
     async def aggregate(state: PairwiseState, runtime: Runtime[Any]) -> dict[str, Any]:
-        present = [(label, state["orders"][label]) for label in _LABELS if label in state["orders"]]
-        verdicts = [v for _, v in present]
-        status = worst([v.status for v in verdicts])
-        prov = merge_provenance([v.provenance for v in verdicts], status=status)
-        if status is not Status.OK:
-            label, bad = next((lbl, v) for lbl, v in present if v.status is not Status.OK)
-            verdict = PairwiseVerdict(
-                status=status,
-                reason=f"order {label}: {bad.reason}",
-                raw_text=bad.raw_text,
-                orders=tuple(verdicts) if len(verdicts) > 1 else (),
-                provenance=prov,
-            )
-        elif len(verdicts) == 1:
-            verdict = verdicts[0]
-        else:
-            verdict = _combiner(state["swap"])._combine(verdicts[0], verdicts[1])
-            verdict = verdict.model_copy(update={"provenance": prov})
+        verdicts = [state["orders"][label] for label in ORDER_LABELS if label in state["orders"]]
+        status = worst_status([v.status for v in verdicts])
+        prov = combine_provenance([v.provenance for v in verdicts], status=status, timing="concurrent")
+        verdict = combine_orders(verdicts, policy=state["swap"], provenance=prov)
         emit(runtime, {"graph": name, "verdict": verdict})
         return {"verdict": verdict}
 

@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 from typing_extensions import TypedDict
 
-from judgegraph._judge import coerce_input
+from judgegraph.judges import coerce_input
 from judgegraph.types import PointwiseInput, PointwiseScore, Rubric
 
 from ._context import JudgeContext, JudgeSpec, emit, lookup_judge

@@ -19,12 +19,11 @@ from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer, Send
 from typing_extensions import TypedDict
 
-from judgegraph._judge import JudgeInputError, coerce_input, worst
-from judgegraph._rubric import weighted_score
-from judgegraph.types import Criterion, PointwiseInput, PointwiseScore, RubricResult, Status
+from judgegraph.judges import JudgeInputError, coerce_input
+from judgegraph.rules import aggregate_rubric, combine_provenance, validate_criteria
+from judgegraph.types import Criterion, PointwiseInput, PointwiseScore, RubricResult, worst_status
 
 from ._context import JudgeContext, JudgeSpec, emit, lookup_judge
-from ._provenance import merge_provenance
 from ._reducers import merge_or_reset
 
 __all__ = ["RubricGraphInput", "RubricGraphOutput", "RubricState", "create_rubric_graph"]
@@ -53,16 +52,6 @@ class _CriterionTask(TypedDict):
     criterion: Criterion
 
 
-def _criteria(value: Any) -> list[Criterion]:
-    if not isinstance(value, Sequence) or isinstance(value, str) or not value:
-        raise JudgeInputError("criteria: give a non-empty list of criteria")
-    out = [coerce_input(Criterion, c, where=f"criteria[{i}]: ") for i, c in enumerate(value)]
-    names = [c.name for c in out]
-    if len(set(names)) != len(names):
-        raise JudgeInputError(f"criteria: names must be unique, got {names}")
-    return out
-
-
 def create_rubric_graph(
     *,
     judge: JudgeSpec = "judge",
@@ -73,7 +62,7 @@ def create_rubric_graph(
 ) -> CompiledStateGraph[RubricState, Any, RubricGraphInput, RubricGraphOutput]:
     """A compiled rubric graph. ``judge`` (a context key or a judge object)
     must return a PointwiseScore; ``criteria`` are the default criteria."""
-    default = _criteria(criteria) if criteria is not None else None
+    default = validate_criteria(criteria) if criteria is not None else None
 
     async def prepare(state: RubricState, runtime: Runtime[Any]) -> dict[str, Any]:
         fields = {k: state.get(k) for k in ("instruction", "response", "reference") if state.get(k) is not None}
@@ -81,7 +70,7 @@ def create_rubric_graph(
         given = state.get("criteria")
         if given is None and default is None:
             raise JudgeInputError("criteria: none in the input and none given to create_rubric_graph")
-        judged = _criteria(given) if given is not None else default
+        judged = validate_criteria(given) if given is not None else default
         lookup_judge(judge, runtime.context, graph="rubric")
         return {"item": item, "judged_criteria": judged, "scores": None}
 
@@ -101,21 +90,9 @@ def create_rubric_graph(
     async def aggregate(state: RubricState, runtime: Runtime[Any]) -> dict[str, Any]:
         judged = state["judged_criteria"]
         scores = {c.name: state["scores"][c.name] for c in judged}
-        status = worst([s.status for s in scores.values()])
-        prov = merge_provenance([s.provenance for s in scores.values()], status=status)
-        if status is not Status.OK:
-            failed = "; ".join(f"{n}: {s.reason}" for n, s in scores.items() if not s.ok)
-            verdict = RubricResult(status=status, criteria=scores, reason=failed, provenance=prov)
-        else:
-            confidences = [s.confidence for s in scores.values() if s.confidence is not None]
-            verdict = RubricResult(
-                status=Status.OK,
-                criteria=scores,
-                weighted_score=weighted_score(judged, scores),
-                rationale="\n".join(f"{n}: {s.rationale}" for n, s in scores.items() if s.rationale),
-                confidence=min(confidences) if len(confidences) == len(scores) else None,
-                provenance=prov,
-            )
+        status = worst_status([s.status for s in scores.values()])
+        prov = combine_provenance([s.provenance for s in scores.values()], status=status, timing="concurrent")
+        verdict = aggregate_rubric(judged, scores, provenance=prov)
         emit(runtime, {"graph": name, "verdict": verdict})
         return {"verdict": verdict}
 

@@ -17,14 +17,15 @@ from __future__ import annotations
 import os
 
 from judgegraph import create_multiturn_judge, create_pairwise_judge, create_pointwise_judge
-from judgegraph._backend import Backend, BackendError, Capabilities, GenerateRequest, GenerateResult
-from judgegraph.graphs.batch import create_batch_graph
-from judgegraph.graphs.guardrail import create_guardrail_graph
-from judgegraph.graphs.multiturn import create_multiturn_graph
-from judgegraph.graphs.pairwise import create_pairwise_graph
-from judgegraph.graphs.pointwise import create_pointwise_graph
-from judgegraph.graphs.rubric import create_rubric_graph
+from judgegraph.backends import Backend, BackendError, Capabilities, GenerateRequest, GenerateResult
 from judgegraph.types import Pricing
+
+from .batch import create_batch_graph
+from .guardrail import create_guardrail_graph
+from .multiturn import create_multiturn_graph
+from .pairwise import create_pairwise_graph
+from .pointwise import create_pointwise_graph
+from .rubric import create_rubric_graph
 
 __all__ = ["EnvBackend", "batch", "guardrail", "multiturn", "pairwise", "pointwise", "rubric"]
 
@@ -46,7 +47,7 @@ class EnvBackend:
             model = os.environ.get("JUDGEGRAPH_MODEL") or self.model
             if not model:
                 raise BackendError("set JUDGEGRAPH_MODEL to the judge model the served graphs should call")
-            from judgegraph._openai_backend import OpenAIBackend
+            from judgegraph.backends import OpenAIBackend
 
             base_url = os.environ.get("JUDGEGRAPH_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
             self.model = model

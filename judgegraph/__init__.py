@@ -4,58 +4,72 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._backend import (
+from ._parsing import ParseError, parse_output
+from ._templates import Template, get_template, list_templates, register_template
+from ._wings import mount_root_wings
+from .backends import (
     Backend,
     BackendError,
     Capabilities,
     GenerateRequest,
     GenerateResult,
     MissingExtraError,
+    ScriptedBackend,
     TokenLogprob,
 )
-from ._calibration import (
+from .cascade import (
+    Abstain,
+    Budget,
     CalibrationStep,
     CascadeCalibration,
+    CascadeJudge,
+    CascadePlan,
+    EscalationPolicy,
+    LowConfidence,
+    PlannedPolicy,
+    PlannedTier,
+    ScoreMargin,
+    SwapInconsistency,
     ThresholdCalibration,
+    Tier,
     agreement_credit,
     calibrate_cascade,
     calibrate_threshold,
     calibrate_tier,
     calibrated_tiers,
-    matches_label,
-)
-from ._cascade import (
-    Abstain,
-    Budget,
-    CascadeJudge,
-    EscalationPolicy,
-    LowConfidence,
-    ScoreMargin,
-    SwapInconsistency,
-    Tier,
     create_cascade_judge,
+    matches_label,
+    plan_cascades,
+    simulate_cascade,
 )
-from ._ensemble import CompositeJudge, EnsembleJudge, create_ensemble_judge
-from ._judge import BaseJudge, JudgeInputError
-from ._node import create_batch_judge_node, create_judge_node
-from ._pairwise import PairwiseJudge, create_pairwise_judge
-from ._parsing import ParseError, parse_output
-from ._planner import CascadePlan, PlannedPolicy, PlannedTier, plan_cascades, simulate_cascade
-from ._pointwise import MultiTurnJudge, PointwiseJudge, create_multiturn_judge, create_pointwise_judge
-from ._replay import (
+from .judges import (
+    BaseJudge,
+    CompositeJudge,
+    EnsembleJudge,
+    Judge,
+    JudgeInputError,
     LLMBarReplay,
+    ModelJudge,
+    MultiTurnJudge,
+    PairwiseJudge,
+    PointwiseJudge,
     ReplayJudge,
+    RubricJudge,
     VerdictRecord,
     arecord_verdicts,
+    create_batch_judge_node,
+    create_ensemble_judge,
+    create_judge_node,
+    create_multiturn_judge,
+    create_pairwise_judge,
+    create_pointwise_judge,
     create_replay_judge,
+    create_rubric_judge,
     item_key,
     llmbar_replay,
     read_verdicts,
     write_verdicts,
 )
-from ._rubric import RubricJudge, create_rubric_judge
-from ._scripted_backend import ScriptedBackend
-from ._templates import Template, get_template, list_templates, register_template
 from .types import (
     ConversationInput,
     Criterion,
@@ -76,10 +90,10 @@ from .types import (
     Usage,
 )
 
+mount_root_wings()
+
 if TYPE_CHECKING:
-    from ._openai_backend import OpenAIBackend
-    from ._tgi_backend import TGIBackend
-    from ._transformers_backend import TransformersBackend
+    from .backends import OpenAIBackend, TGIBackend, TransformersBackend
 
 __version__ = "0.1.0"
 
@@ -101,12 +115,14 @@ __all__ = [
     "EscalationPolicy",
     "GenerateRequest",
     "GenerateResult",
+    "Judge",
     "JudgeInputError",
     "LLMBarReplay",
     "LowConfidence",
     "MemberRecord",
     "Message",
     "MissingExtraError",
+    "ModelJudge",
     "MultiTurnJudge",
     "OpenAIBackend",
     "PairwiseInput",
@@ -169,16 +185,12 @@ __all__ = [
 
 # Backends load on first use: their modules are cheap, but keeping them out
 # of `import judgegraph` keeps optional extras truly optional.
-_LAZY = {
-    "OpenAIBackend": "._openai_backend",
-    "TGIBackend": "._tgi_backend",
-    "TransformersBackend": "._transformers_backend",
-}
+_LAZY = {"OpenAIBackend", "TGIBackend", "TransformersBackend"}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
+        from . import backends
 
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+        return getattr(backends, name)
     raise AttributeError(f"module 'judgegraph' has no attribute {name!r}")

@@ -19,14 +19,11 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
-from ._backend import TokenLogprob
-from ._templates import DELIM_CLOSE, DELIM_OPEN
+from ._templates import DELIM_CLOSE, DELIM_OPEN, ParserKind
+from .types import TokenLogprob
 
 __all__ = ["ParseError", "Parsed", "parse_output", "value_distribution"]
-
-ParserKind = Literal["score", "two_scores", "choice", "choice_no_tie"]
 
 
 class ParseError(ValueError):

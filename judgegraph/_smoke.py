@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._pairwise import PairwiseJudge
-from ._pointwise import PointwiseJudge
+from .judges import PairwiseJudge, PointwiseJudge
 from .types import PairwiseInput, PointwiseInput
 
 
 async def run_smoke(workdir: Path) -> list[tuple[str, str, str, str]]:
-    from ._transformers_backend import TransformersBackend
+    from .backends import TransformersBackend
     from .tiny_model import build_tiny_model
 
     model_dir = workdir / "tiny-model"

@@ -270,3 +270,13 @@ for _t in (
     ),
 ):
     register_template(_t)
+
+
+def generic_rubric(scale: tuple[int, int]) -> str:
+    """The rubric a pointwise judge uses when the input brings none."""
+    lo, hi = scale
+    return (
+        "Criterion: overall quality: is the answer correct, helpful, relevant and clear?\n"
+        f"  Score {lo}: wrong, unhelpful or off-topic.\n"
+        f"  Score {hi}: correct, complete and clearly written.\n"
+    )

@@ -62,70 +62,6 @@ def templates() -> None:
 
 
 @app.command()
-def quickstart(
-    workdir: Annotated[Path, typer.Option(help="where models and results go")] = Path(".judgegraph/quickstart"),
-    judge: Annotated[
-        str | None,
-        typer.Option(
-            help="tier 1 endpoint instead of training the local judge: openai:MODEL[@URL], vllm:MODEL@URL, tgi:URL"
-        ),
-    ] = None,
-    escalate: Annotated[
-        str | None,
-        typer.Option(
-            help="tier 2: replay (recorded gpt-3.5-turbo verdicts) or an endpoint as for --judge; "
-            "default: openai:gpt-4o-mini when OPENAI_API_KEY is set, else replay"
-        ),
-    ] = None,
-    limit: Annotated[
-        int | None, typer.Option("--limit", "--size", min=10, help="reduced run: about this many items")
-    ] = None,
-    budget: Annotated[
-        float,
-        typer.Option(
-            min=0.01,
-            max=1.0,
-            help="the largest share of calibration items the planner may escalate when it picks the confidence "
-            "threshold; held-out items then follow that threshold, so their escalated share can differ "
-            "(not a cap on held-out escalations)",
-        ),
-    ] = 0.5,
-    target: Annotated[
-        float | None,
-        typer.Option(min=0.0, max=1.0, help="agreement the planner aims for (default: the teacher's, on calibration)"),
-    ] = None,
-    seed: Annotated[int, typer.Option(help="seed of the split")] = 0,
-    train_labels: Annotated[
-        str,
-        typer.Option(help="what the local judge learns: teacher (the recorded verdicts) or human (majority of 3)"),
-    ] = "teacher",
-) -> None:
-    """The main job: train a local judge on bundled traces, judge held-out pairs in a graph with
-    escalation to a teacher, and measure everything against human labels."""
-    from pydantic import ValidationError
-
-    from .quickstart import QuickstartOptions, print_result, run_quickstart
-
-    try:
-        opts = QuickstartOptions(
-            workdir=workdir,
-            judge=judge,
-            escalate=escalate,
-            limit=limit,
-            budget=budget,
-            target=target,
-            seed=seed,
-            train_labels=train_labels,  # type: ignore[arg-type]  # validated by pydantic
-        )
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        console.print(f"[red]quickstart: {escape(str(first['loc'][0]))}: {escape(first['msg'])}[/]")
-        raise typer.Exit(2) from None
-    result = run_quickstart(opts, log=lambda line: console.print(line, markup=False, highlight=False))
-    print_result(result, console)
-
-
-@app.command()
 def smoke(
     workdir: Annotated[Path, typer.Option(help="where the tiny model is built")] = Path(".judgegraph/smoke"),
 ) -> None:
@@ -142,12 +78,13 @@ def smoke(
 
 def _wire() -> None:
     # Sub-commands live beside the code they drive; they register here.
-    from judgegraph.finetune._cli import app as finetune_app
+    from judgegraph.cascade.cli import cascade_app
+    from judgegraph.finetune.cli import app as finetune_app
+    from judgegraph.flywheel.cli import flywheel_app
+    from judgegraph.jobs.cli import eval_command, report_command
+    from judgegraph.quickstart.cli import quickstart_command
 
-    from ._cli_cascade import cascade_app
-    from ._cli_eval import eval_command, report_command
-    from ._cli_flywheel import flywheel_app
-
+    app.command("quickstart")(quickstart_command)
     app.command("eval")(eval_command)
     app.command("report")(report_command)
     app.add_typer(cascade_app, name="cascade")

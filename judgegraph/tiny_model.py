@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from ._backend import MissingExtraError
+from .types import MissingExtraError
 
 __all__ = ["CHATML_TEMPLATE", "build_tiny_model", "default_corpus"]
 

@@ -6,6 +6,8 @@ judge) is a pydantic model, so bad input fails early with the field named.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -14,8 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 __all__ = [
     "ConversationInput",
     "Criterion",
+    "FrozenModel",
+    "JudgeInputError",
     "MemberRecord",
     "Message",
+    "MissingExtraError",
     "PairwiseInput",
     "PairwiseVerdict",
     "PointwiseInput",
@@ -28,13 +33,39 @@ __all__ = [
     "Status",
     "SwapPolicy",
     "TierRecord",
+    "TokenLogprob",
     "Usage",
     "Winner",
+    "worst_status",
 ]
 
 
-class _Frozen(BaseModel):
+class FrozenModel(BaseModel):
+    """The one base of judgegraph's immutable data shapes: frozen, and
+    unknown fields are an error rather than silently dropped."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class JudgeInputError(ValueError):
+    """The input to a judge is malformed; the message names the field."""
+
+
+class MissingExtraError(ImportError):
+    """A backend needs an optional dependency group that is not installed."""
+
+    def __init__(self, what: str, extra: str) -> None:
+        super().__init__(f"{what} needs the '{extra}' extra: pip install 'judgegraph[{extra}]'")
+        self.extra = extra
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """One generated token's log-probability and its most likely alternatives."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
 
 
 def _require_text(value: str, field: str) -> str:
@@ -46,7 +77,7 @@ def _require_text(value: str, field: str) -> str:
 # ---------------------------------------------------------------- inputs
 
 
-class Rubric(_Frozen):
+class Rubric(FrozenModel):
     """A criterion and what each score level means (Prometheus style)."""
 
     criterion: str
@@ -75,7 +106,7 @@ class Rubric(_Frozen):
         return keys[0], keys[-1]
 
 
-class PointwiseInput(_Frozen):
+class PointwiseInput(FrozenModel):
     instruction: str
     response: str
     reference: str | None = None
@@ -87,7 +118,7 @@ class PointwiseInput(_Frozen):
         return _require_text(v, info.field_name)
 
 
-class PairwiseInput(_Frozen):
+class PairwiseInput(FrozenModel):
     instruction: str
     response_a: str
     response_b: str
@@ -103,12 +134,12 @@ class PairwiseInput(_Frozen):
         return self.model_copy(update={"response_a": self.response_b, "response_b": self.response_a})
 
 
-class Message(_Frozen):
+class Message(FrozenModel):
     role: Literal["system", "user", "assistant"]
     content: str
 
 
-class ConversationInput(_Frozen):
+class ConversationInput(FrozenModel):
     messages: list[Message]
     reference: str | None = None
     rubric: Rubric | None = None
@@ -125,7 +156,7 @@ class ConversationInput(_Frozen):
         return self
 
 
-class Criterion(_Frozen):
+class Criterion(FrozenModel):
     """One rubric criterion for RubricJudge, with its weight in the aggregate."""
 
     name: str
@@ -145,7 +176,16 @@ class Status(StrEnum):
 Winner = Literal["A", "B", "tie"]
 
 
-class Usage(_Frozen):
+def worst_status(statuses: Sequence[Status]) -> Status:
+    """The status of a result made of parts: any error, else any unparsed, else ok."""
+    if Status.ERROR in statuses:
+        return Status.ERROR
+    if Status.UNPARSED in statuses:
+        return Status.UNPARSED
+    return Status.OK
+
+
+class Usage(FrozenModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -156,7 +196,7 @@ class Usage(_Frozen):
         )
 
 
-class Pricing(_Frozen):
+class Pricing(FrozenModel):
     """USD per million tokens. Prices change; callers state them."""
 
     input_per_mtok: float = Field(ge=0)
@@ -166,7 +206,7 @@ class Pricing(_Frozen):
         return (usage.prompt_tokens * self.input_per_mtok + usage.completion_tokens * self.output_per_mtok) / 1e6
 
 
-class Provenance(_Frozen):
+class Provenance(FrozenModel):
     judge: str
     backend: str
     model: str
@@ -179,7 +219,7 @@ class Provenance(_Frozen):
     status: Status = Status.OK
 
 
-class TierRecord(_Frozen):
+class TierRecord(FrozenModel):
     """What one cascade tier did with an item: answered, and either decided or escalated."""
 
     tier: int = Field(ge=0)
@@ -193,7 +233,7 @@ class TierRecord(_Frozen):
     latency_s: float = 0.0
 
 
-class MemberRecord(_Frozen):
+class MemberRecord(FrozenModel):
     """One ensemble member's vote, or why it was left out."""
 
     judge: str
@@ -206,7 +246,7 @@ class MemberRecord(_Frozen):
     latency_s: float = 0.0
 
 
-class _Result(_Frozen):
+class _Result(FrozenModel):
     status: Status
     rationale: str | None = None
     confidence: float | None = Field(default=None, ge=0, le=1)
@@ -284,7 +324,7 @@ class RubricResult(_Result):
 # ---------------------------------------------------------------- policies
 
 
-class RetryPolicy(_Frozen):
+class RetryPolicy(FrozenModel):
     """Bounded retries with exponential backoff and full jitter.
 
     A server's ``retry-after`` replaces the computed delay; one longer than
@@ -300,7 +340,7 @@ class RetryPolicy(_Frozen):
     max_retry_after_s: float = Field(default=60.0, ge=0, description="a longer retry-after than this ends the retries")
 
 
-class SwapPolicy(_Frozen):
+class SwapPolicy(FrozenModel):
     """How pairwise judges handle position bias.
 
     ``both``: judge A/B and B/A concurrently. When the orders disagree,

@@ -7,8 +7,7 @@ import random
 from pathlib import Path
 
 from judgegraph import PointwiseInput
-from judgegraph._pointwise import _generic_rubric
-from judgegraph._templates import get_template
+from judgegraph._templates import generic_rubric, get_template
 
 
 def teach_format(model_dir: Path, out_dir: Path, *, steps: int = 60, seed: int = 0) -> Path:
@@ -23,7 +22,7 @@ def teach_format(model_dir: Path, out_dir: Path, *, steps: int = 60, seed: int =
     examples = []
     for i in range(256):
         item = PointwiseInput(instruction=f"question {rng.randint(0, 999)}", response=f"answer {i}")
-        fields = {"instruction": item.instruction, "response": item.response, "rubric_text": _generic_rubric((1, 5))}
+        fields = {"instruction": item.instruction, "response": item.response, "rubric_text": generic_rubric((1, 5))}
         msgs = template.render(fields, scale=(1, 5), structured=False)
         prompt = tok.apply_chat_template(
             [{"role": m.role, "content": m.content} for m in msgs], add_generation_prompt=True, tokenize=False

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from judgegraph import OpenAIBackend, PointwiseJudge, RetryPolicy, ScriptedBackend, Status
-from judgegraph._backend import GenerateRequest
-from judgegraph.jobs import SourceConfig, Store, run_job
+from judgegraph.backends import GenerateRequest
+from judgegraph.jobs import SourceConfig, Store, arun_job
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
 
 
@@ -58,7 +58,7 @@ def _scripted() -> ScriptedBackend:
 
 
 async def _run(path: Path, store: Path, backend: Any, **kw: Any) -> Any:
-    return await run_job(
+    return await arun_job(
         SourceConfig(path=str(path), **kw),
         judge=PointwiseJudge(structured=False),
         kind="pointwise",
@@ -199,7 +199,7 @@ async def test_over_context_prompt_fails_before_running_on_the_in_process_model(
     for r in results[:3]:
         assert r.status is not Status.ERROR, r.reason
     # A direct call names the numbers.
-    from judgegraph._backend import BackendError
+    from judgegraph.backends import BackendError
     from judgegraph.types import Message
 
     with pytest.raises(BackendError, match=r"tokens.*context of 2048"):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from judgegraph import __version__
-from judgegraph.quickstart._data import load_bundled_pandalm, split_by_instruction
+from judgegraph.quickstart._data import load_bundled_pandalm, split_pandalm_by_prompt
 from judgegraph.testing import LoopbackRequest, LoopbackServer, Reply
 
 ENV = {**os.environ, "JG_KEY": "x", "RAY_USAGE_STATS_ENABLED": "0"}
@@ -114,7 +114,7 @@ def test_version_and_python_dash_m() -> None:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_quickstart_reduced_runs_from_the_documented_minimum_split_three_ways(limit: int, seed: int) -> None:
     # What run_quickstart does: split by prompt, then split the train side again (fit / calibration).
-    outer = split_by_instruction(load_bundled_pandalm(), seed=seed, limit=limit, dedupe=True, min_prompts=3)
-    inner = split_by_instruction(outer.train, heldout_fraction=0.25, seed=seed + 1)
+    outer = split_pandalm_by_prompt(load_bundled_pandalm(), seed=seed, limit=limit, dedupe=True, min_prompts=3)
+    inner = split_pandalm_by_prompt(outer.train, heldout_fraction=0.25, seed=seed + 1)
     assert outer.heldout and inner.train and inner.heldout
     assert len(outer.train) + len(outer.heldout) >= limit

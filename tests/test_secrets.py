@@ -24,8 +24,8 @@ import pytest
 from langchain_core.callbacks import AsyncCallbackHandler
 
 from judgegraph import OpenAIBackend, PointwiseJudge, RetryPolicy, TGIBackend
-from judgegraph._backend import BackendError
-from judgegraph.jobs import JobSpec, Store, build_backend, run_spec
+from judgegraph.backends import BackendError
+from judgegraph.jobs import JobSpec, Store, arun_spec, build_backend
 from judgegraph.jobs._report import write_report
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
 
@@ -111,7 +111,7 @@ async def test_the_api_key_reaches_no_output(
                 "limits": {"concurrency": 4},
             }
         )
-        summary = await run_spec(spec, store=tmp_path / "store.db", run_id="secrets")
+        summary = await arun_spec(spec, store=tmp_path / "store.db", run_id="secrets")
         texts += [summary.model_dump_json(), repr(summary), repr(spec), spec.model_dump_json()]
         report = write_report(Store(tmp_path / "store.db"), "secrets", tmp_path / "report")
         assert set(report) == {"html", "json", "markdown"}
@@ -128,7 +128,7 @@ async def test_the_api_key_reaches_no_output(
             # The unauthorised answer, as an exception from the backend and as a judge result.
             req_item = {"instruction": "Q 0?", "response": "answer 0"}  # digits sum to 0: the 401
             with pytest.raises(BackendError) as info:
-                from judgegraph._backend import GenerateRequest
+                from judgegraph.backends import GenerateRequest
                 from judgegraph.types import Message
 
                 await b.generate(GenerateRequest(messages=(Message(role="user", content="zero 0"),)))
@@ -188,7 +188,7 @@ def test_the_cli_prints_and_stores_no_key(tmp_path: Path) -> None:
     server_fn = EchoingServer()
     env = {**os.environ, ENV: KEY}
     with LoopbackServer(server_fn) as server:
-        common = [sys.executable, "-m", "judgegraph._cli_eval"]
+        common = [sys.executable, "-m", "judgegraph.jobs.cli"]
         ev = subprocess.run(
             [
                 *common,

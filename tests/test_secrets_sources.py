@@ -23,8 +23,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from judgegraph import OpenAIBackend, PointwiseJudge, RetryPolicy, TGIBackend
-from judgegraph.jobs import SourceConfig, Store, run_job
-from judgegraph.jobs._report import write_report
+from judgegraph.jobs import SourceConfig, Store, arun_job, write_report
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
 
 CANARY = "7c1e5b2d4086e1aa9f3b"
@@ -104,7 +103,7 @@ async def test_a_credential_from_any_source_reaches_no_output(
         backend = SOURCES[source](server.url, key)
         texts += [repr(backend), str(backend)]
         judge = PointwiseJudge(backend, structured=False, repair=False)
-        summary = await run_job(
+        summary = await arun_job(
             SourceConfig(path=str(src)),
             judge=judge,
             kind="pointwise",

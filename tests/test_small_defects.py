@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from judgegraph import PointwiseJudge, RetryPolicy, ScriptedBackend, TGIBackend, agreement_credit, llmbar_replay
-from judgegraph._backend import GenerateRequest
+from judgegraph.backends import GenerateRequest
 from judgegraph.datasets import DatasetNotFoundError, list_llmbar_runs, load_llmbar, load_llmbar_run
 from judgegraph.finetune import launch_commands
-from judgegraph.jobs import SourceConfig, run_job
+from judgegraph.jobs import SourceConfig, arun_job
 from judgegraph.testing import LoopbackServer, Reply, tokenize
 from judgegraph.types import Message, Pricing
 
@@ -46,7 +46,7 @@ async def test_an_unpriced_run_reports_its_cost_as_unpriced(tmp_path: Path) -> N
     async def cost(pricing: Pricing | None) -> float | None:
         backend = ScriptedBackend(lambda req: "[RESULT] 4", pricing=pricing)
         judge = PointwiseJudge(backend, structured=False, repair=False)
-        s = await run_job(SourceConfig(path=str(src)), judge=judge, kind="pointwise", store=tmp_path / f"{pricing}.db")
+        s = await arun_job(SourceConfig(path=str(src)), judge=judge, kind="pointwise", store=tmp_path / f"{pricing}.db")
         return s.cost_usd
 
     assert await cost(None) is None
@@ -102,8 +102,8 @@ def test_a_missing_order_gets_llmbar_half_credit_by_default(tmp_path: Path) -> N
 
 def test_the_planner_cli_asks_for_cost_flags(tmp_path: Path) -> None:
     from judgegraph import PairwiseVerdict
-    from judgegraph._replay import VerdictRecord
     from judgegraph.cli import app
+    from judgegraph.judges import VerdictRecord
     from judgegraph.types import Status
 
     path = tmp_path / "rec.jsonl"

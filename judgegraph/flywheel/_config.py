@@ -10,10 +10,12 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
-from .._judge import BaseJudge
-from ..jobs._spec import BackendConfig, JudgeConfig
+from judgegraph.config import BackendConfig, JudgeConfig
+from judgegraph.judges import Judge
+from judgegraph.types import FrozenModel
+
 from ._records import FlywheelSettings
 from ._trainer import ProbeTrainer
 
@@ -24,11 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["FlywheelConfig", "LiveTeacher", "ReplayTeacher", "load_config", "next_batch", "open_flywheel"]
 
 
-class _C(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ReplayTeacher(_C):
+class ReplayTeacher(FrozenModel):
     """Recorded verdicts (VerdictRecord JSONL, e.g. from ``arecord_verdicts``)
     served by item content. ``cost_usd_per_call`` prices each served verdict;
     None leaves the teacher unpriced (costs are then reported in calls)."""
@@ -39,7 +37,7 @@ class ReplayTeacher(_C):
     cost_usd_per_call: float | None = Field(default=None, ge=0)
 
 
-class LiveTeacher(_C):
+class LiveTeacher(FrozenModel):
     """A pairwise judge on an OpenAI-compatible or TGI endpoint, configured as
     for ``judgegraph eval`` (the API key comes from the environment)."""
 
@@ -54,7 +52,7 @@ class LiveTeacher(_C):
         return self
 
 
-class FlywheelConfig(_C):
+class FlywheelConfig(FrozenModel):
     items: str = Field(description="JSONL stream of items to judge; each round takes the next batch_size")
     batch_size: int = Field(ge=1)
     heldout: str = Field(description="labelled traces JSONL (PairwiseTrace): the fixed held-out set")
@@ -86,13 +84,13 @@ class FlywheelConfig(_C):
             }
         )
 
-    def build_teacher(self) -> BaseJudge[Any, Any]:
+    def build_teacher(self) -> Judge[Any, Any]:
         t = self.teacher
         if isinstance(t, ReplayTeacher):
-            from .._replay import create_replay_judge
+            from judgegraph.judges import create_replay_judge
 
             return create_replay_judge(t.path, judge=t.judge, cost_usd=t.cost_usd_per_call)
-        from ..jobs._spec import build_backend, build_judge
+        from judgegraph.config import build_backend, build_judge
 
         return build_judge(t.judge, backend=build_backend(t.backend))
 
@@ -114,7 +112,8 @@ def load_config(path: str | Path) -> FlywheelConfig:
 
 def open_flywheel(cfg: FlywheelConfig, workdir: str | Path, *, log: Any = None) -> Flywheel:
     """A :class:`~judgegraph.flywheel.Flywheel` in ``workdir`` set up as ``cfg`` says."""
-    from ..finetune._traces import read_traces
+    from judgegraph.finetune import read_traces
+
     from ._flywheel import Flywheel
 
     heldout = read_traces(cfg.heldout)

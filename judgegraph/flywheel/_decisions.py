@@ -6,7 +6,8 @@ import hashlib
 import math
 from collections import Counter
 
-from ..finetune._traces import PairwiseTrace, trace_from_result
+from judgegraph.finetune import PairwiseTrace, trace_from_result
+
 from ..types import PairwiseVerdict, Status
 from ._records import BatchSummary, FlywheelItem, HeldoutEval, ItemDecision
 

@@ -44,10 +44,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._cascade import Abstain, CascadeJudge, LowConfidence, Tier
-from .._judge import BaseJudge, _run_sync
-from ..finetune._dataset import instruction_key
-from ..finetune._traces import PairwiseTrace, write_traces
+from judgegraph.cascade import Abstain, CascadeJudge, LowConfidence, Tier
+from judgegraph.finetune import PairwiseTrace, instruction_key, write_traces
+from judgegraph.judges import Judge, run_sync
+
 from ._decisions import _audit_pick, collect_traces, decide_item, summarise_batch
 from ._records import (
     STAGES,
@@ -93,7 +93,7 @@ class Flywheel(_WorkFolder):
         workdir: str | Path,
         *,
         heldout: Sequence[PairwiseTrace],
-        teacher: BaseJudge[Any, Any],
+        teacher: Judge[Any, Any],
         trainer: LocalTrainer,
         settings: FlywheelSettings,
         seed_traces: Sequence[PairwiseTrace] = (),
@@ -113,15 +113,13 @@ class Flywheel(_WorkFolder):
 
     # -------------------------------------------------------------- serving
 
-    def load_local(self, n: int) -> BaseJudge[Any, Any]:
+    def load_local(self, n: int) -> Judge[Any, Any]:
         model = self.round_dir(n) / "model"
         if not model.is_dir():
             raise FlywheelError(f"round {n} has no model")
         return self.trainer.load(model)
 
-    async def acascade(
-        self, settings: FlywheelSettings | None = None
-    ) -> tuple[BaseJudge[Any, Any], HeldoutEval | None]:
+    async def acascade(self, settings: FlywheelSettings | None = None) -> tuple[Judge[Any, Any], HeldoutEval | None]:
         """The cascade in service: the champion at its calibrated threshold, then
         the teacher (the teacher alone while there is no champion), with the
         champion's held-out evaluation."""
@@ -141,7 +139,7 @@ class Flywheel(_WorkFolder):
 
     def run_round(self, batch: Sequence[FlywheelItem] | None = None, *, stop_after: Stage | None = None) -> RoundRecord:
         """Synchronous :meth:`arun_round`."""
-        return _run_sync(self.arun_round(batch, stop_after=stop_after))
+        return run_sync(self.arun_round(batch, stop_after=stop_after))
 
     async def arun_round(
         self, batch: Sequence[FlywheelItem] | None = None, *, stop_after: Stage | None = None
@@ -205,7 +203,7 @@ class Flywheel(_WorkFolder):
         tmp.replace(path)
 
         champion = self.state.champion
-        judge: BaseJudge[Any, Any]
+        judge: Judge[Any, Any]
         ref: HeldoutEval | None = None
         if champion is None:
             judge = self.teacher

@@ -13,8 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .._calibration import ThresholdCalibration
-from .._replay import item_key
+from judgegraph.cascade import ThresholdCalibration
+from judgegraph.judges import item_key
+from judgegraph.types import FrozenModel
+
 from ..types import PairwiseInput, PairwiseVerdict, Status, Winner
 
 __all__ = [
@@ -37,11 +39,7 @@ Stage = Literal["started", "judged", "trained", "evaluated", "done"]
 STAGES: tuple[Stage, ...] = ("started", "judged", "trained", "evaluated", "done")
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class FlywheelSettings(_Frozen):
+class FlywheelSettings(FrozenModel):
     """The knobs of a round. They are written into every round's record, so a
     change between rounds (say, a lower audit rate) is on file."""
 
@@ -65,7 +63,7 @@ class FlywheelSettings(_Frozen):
     seed: int = Field(default=0, description="seeds the audit sample")
 
 
-class FlywheelItem(_Frozen):
+class FlywheelItem(FrozenModel):
     """One item of the stream the cascade judges. ``human_label`` is a
     person's verdict when one exists; it becomes a training trace."""
 
@@ -127,7 +125,7 @@ def read_items(path: str | Path) -> list[FlywheelItem]:
     return out
 
 
-class ItemDecision(_Frozen):
+class ItemDecision(FrozenModel):
     """What the round's cascade did with one item, and what the teacher said."""
 
     key: str
@@ -145,7 +143,7 @@ class ItemDecision(_Frozen):
     teacher_cost_usd: float | None = Field(default=None, description="None when the teacher is not priced")
 
 
-class BatchSummary(_Frozen):
+class BatchSummary(FrozenModel):
     """The round's judging of its batch."""
 
     champion: int | None = Field(description="the round whose local judge served; None: no local judge yet")
@@ -171,7 +169,7 @@ class BatchSummary(_Frozen):
         return self.escalated / self.items if self.items else 0.0
 
 
-class TrainingSummary(_Frozen):
+class TrainingSummary(FrozenModel):
     traces: int = Field(description="traces the challenger trained on")
     by_source: dict[str, int]
     rounds: list[int] = Field(description="rounds whose collected traces were used (0: the seed traces)")
@@ -184,7 +182,7 @@ class TrainingSummary(_Frozen):
     skipped: str | None = Field(default=None, description="why no challenger was trained")
 
 
-class HeldoutEval(_Frozen):
+class HeldoutEval(FrozenModel):
     """A local judge on the held-out set, calibrated there."""
 
     round: int = Field(description="the round that trained this local judge")
@@ -204,7 +202,7 @@ class HeldoutEval(_Frozen):
         return self.calibration.threshold
 
 
-class PromotionDecision(_Frozen):
+class PromotionDecision(FrozenModel):
     promoted: bool
     reason: str
     champion_before: int | None
@@ -212,7 +210,7 @@ class PromotionDecision(_Frozen):
     tolerance: float
 
 
-class RoundRecord(_Frozen):
+class RoundRecord(FrozenModel):
     """One round: what it judged, trained, measured and decided."""
 
     round: int = Field(ge=0)
@@ -236,7 +234,7 @@ class RoundRecord(_Frozen):
         return self.challenger if self.decision.promoted else self.champion
 
 
-class FlywheelEvent(_Frozen):
+class FlywheelEvent(FrozenModel):
     round: int | None = Field(description="the round that caused it; None for a rollback")
     action: Literal["promoted", "kept", "rollback"]
     champion: int | None
@@ -244,7 +242,7 @@ class FlywheelEvent(_Frozen):
     note: str = ""
 
 
-class FlywheelState(_Frozen):
+class FlywheelState(FrozenModel):
     version: Literal[1] = 1
     champion: int | None = None
     excluded_rounds: tuple[int, ...] = Field(default=(), description="rounds whose traces no longer train (rollback)")

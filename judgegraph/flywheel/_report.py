@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..jobs._plots import bar_chart, line_chart
-from ..jobs._report_render import _CHECK, _CSS
+from judgegraph.reporting import RENDER_CHECK_JS, REPORT_CSS, bar_chart, line_chart
+
 from ._records import FlywheelState, RoundRecord
 
 __all__ = [
@@ -326,7 +326,7 @@ def render_flywheel_html(r: FlywheelReport) -> str:
     champion = f"round {r.champion}" if r.champion is not None else "none"
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>judgegraph flywheel</title><style>{_CSS}</style></head>
+<title>judgegraph flywheel</title><style>{REPORT_CSS}</style></head>
 <body><header><h1>Judge flywheel</h1>
 <p>{escape(r.workdir)} · held-out {r.heldout_n} items · alpha {r.alpha} · delta {r.delta} ·
 champion {escape(champion)} · generated {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(r.generated_at))}</p></header>
@@ -336,7 +336,7 @@ champion {escape(champion)} · generated {time.strftime("%Y-%m-%d %H:%M UTC", ti
 <h2>Rounds</h2><table><tr>{"".join(f"<th>{escape(h)}</th>" for h in head)}</tr>{body}</table>
 <h2>Decisions</h2><ul>{reasons}</ul>
 <h2>Events</h2><ul>{events}</ul>
-</main><script>{_CHECK}</script></body></html>
+</main><script>{RENDER_CHECK_JS}</script></body></html>
 """
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._calibration import calibrate_tier
-from .._cascade import certainty
+from judgegraph.cascade import calibrate_tier, certainty
+
 from ..types import PairwiseVerdict, Winner
 from ._records import FlywheelSettings, HeldoutEval, PromotionDecision
 

@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._judge import BaseJudge
+from judgegraph.judges import Judge
 
 __all__ = ["LocalTrainer", "ProbeTrainer", "link_identical_files"]
 
@@ -33,7 +33,7 @@ class LocalTrainer(Protocol):
         """Fit on ``traces`` (PairwiseTrace), save a loadable judge under ``out_dir``, return training metrics."""
         ...
 
-    def load(self, directory: Path) -> BaseJudge[Any, Any]:
+    def load(self, directory: Path) -> Judge[Any, Any]:
         """The pairwise judge saved in ``directory``; its ``confidence`` is what thresholds apply to."""
         ...
 
@@ -51,7 +51,7 @@ class ProbeTrainer(BaseModel):
     )
 
     def _options(self) -> Any:
-        from ..finetune._probe import ProbeOptions
+        from judgegraph.finetune import ProbeOptions
 
         return ProbeOptions.model_validate(self.options)
 
@@ -59,16 +59,16 @@ class ProbeTrainer(BaseModel):
         return {"kind": self.kind, "encoder": self.encoder, "options": self._options().model_dump()}
 
     def train(self, traces: Sequence[Any], out_dir: Path) -> dict[str, float]:
-        from ..finetune._probe import train_probe
+        from judgegraph.finetune import train_probe
 
         probe = train_probe(list(traces), self.encoder, options=self._options(), progress=False)
         probe.save(out_dir)
         return dict(probe.metrics)
 
-    def load(self, directory: Path) -> BaseJudge[Any, Any]:
-        from ..finetune._classifier_judge import ClassifierJudge, load_classifier
+    def load(self, directory: Path) -> Judge[Any, Any]:
+        from judgegraph.finetune import ClassifierJudge, load_classifier
 
-        judge: BaseJudge[Any, Any] = ClassifierJudge(load_classifier(directory), name=f"local:{directory.parent.name}")
+        judge: Judge[Any, Any] = ClassifierJudge(load_classifier(directory), name=f"local:{directory.parent.name}")
         return judge
 
 

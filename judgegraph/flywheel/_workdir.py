@@ -11,10 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from .._judge import BaseJudge, JudgeInputError
-from .._replay import VerdictRecord, read_verdicts, write_verdicts
-from ..finetune._dataset import dedup_traces, instruction_key
-from ..finetune._traces import PairwiseTrace, read_traces, write_traces
+from judgegraph.finetune import PairwiseTrace, dedup_traces, instruction_key, read_traces, write_traces
+from judgegraph.judges import Judge, JudgeInputError, VerdictRecord, read_verdicts, write_verdicts
+
 from ..types import PairwiseVerdict, Winner
 from ._records import FlywheelEvent, FlywheelItem, FlywheelSettings, FlywheelState, HeldoutEval, RoundRecord, write_json
 from ._rules import evaluate_on_heldout
@@ -61,7 +60,7 @@ def _heldout_sha(traces: Sequence[PairwiseTrace]) -> str:
 
 
 def _trace_key(t: PairwiseTrace) -> str:
-    from .._replay import item_key
+    from judgegraph.judges import item_key
 
     return item_key(t.to_input())
 
@@ -97,7 +96,7 @@ class _WorkFolder:
     """What :class:`~judgegraph.flywheel.Flywheel` keeps in ``workdir``; its ``__init__`` sets the attributes below."""
 
     workdir: Path
-    teacher: BaseJudge[Any, Any]
+    teacher: Judge[Any, Any]
     settings: FlywheelSettings
     heldout: list[PairwiseTrace]
     seed: list[PairwiseTrace]
@@ -250,7 +249,7 @@ class _WorkFolder:
         self._say(f"teacher {name} on the held-out set ({len(keys)} items, once per teacher)")
         return await self._judge_heldout(self.teacher, path)
 
-    async def _judge_heldout(self, judge: BaseJudge[Any, Any], path: Path) -> list[PairwiseVerdict]:
+    async def _judge_heldout(self, judge: Judge[Any, Any], path: Path) -> list[PairwiseVerdict]:
         """``judge``'s verdicts on the held-out set, written to ``path``."""
         got = await judge.ajudge_many([t.to_input() for t in self.heldout])
         results = [self._as_verdict(r) for r in got]

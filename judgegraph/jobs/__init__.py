@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._ratelimit import RateLimitedBackend, RateLimiter, TokenBucket
+from judgegraph.backends import RateLimitedBackend, RateLimiter, TokenBucket
+
+from ._judging import fingerprint_for
 from ._recorder import JobProgress, JobSummary, ProgressCallback
-from ._runner import run_job, run_spec
+from ._runner import arun_job, arun_spec, run_job, run_spec
 from ._sources import Shard, detect_format, expand_paths, iter_rows
 from ._sources_files import SourceRow
 from ._sources_traces import langsmith_row, otel_rows
@@ -60,12 +62,15 @@ __all__ = [
     "StoreError",
     "StoredRow",
     "TokenBucket",
+    "arun_job",
+    "arun_spec",
     "build_backend",
     "build_judge",
     "build_report",
     "config_hash",
     "detect_format",
     "expand_paths",
+    "fingerprint_for",
     "iter_rows",
     "judge_fingerprint",
     "langsmith_row",

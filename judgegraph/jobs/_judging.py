@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .._backend import Backend
-from .._judge import BaseJudge, JudgeInputError
-from ._ratelimit import RateLimitedBackend, RateLimiter
+from judgegraph.backends import Backend, RateLimitedBackend, RateLimiter
+from judgegraph.judges import Judge, JudgeInputError
+
 from ._spec import PreparedRow, backend_identity, judge_fingerprint
 from ._store import ResultRecord
 
@@ -55,15 +55,10 @@ def failure_record(config_hash: str, item_hash: str, exc: BaseException) -> Resu
     )
 
 
-async def judge_prepared(
-    judge: Any, prep: PreparedRow, *, context: Any, backend: Backend | None, config_hash: str
-) -> ResultRecord:
+async def judge_prepared(judge: Judge[Any, Any], prep: PreparedRow, *, context: Any, config_hash: str) -> ResultRecord:
     assert prep.item is not None and prep.item_hash is not None
     try:
-        if backend is not None and isinstance(judge, BaseJudge):
-            verdict = await judge.ajudge(prep.item, backend=backend, context=context)
-        else:
-            verdict = await judge.ajudge(prep.item, context=context)
+        verdict = await judge.ajudge(prep.item, context=context)
     except Exception as exc:
         return failure_record(config_hash, prep.item_hash, exc)
     if getattr(verdict, "status", None) is None:
@@ -73,35 +68,23 @@ async def judge_prepared(
     return verdict_record(config_hash, prep.item_hash, verdict)
 
 
-def _is_backend(v: Any) -> bool:
-    return all(hasattr(v, a) for a in ("name", "model", "capabilities", "generate"))
-
-
 def limit_context(
-    judge: Any, context: Mapping[str, Any] | None, limiter: RateLimiter | None
-) -> tuple[dict[str, Any], Backend | None]:
-    """The context with every backend in it behind the limiter, and the
-    judge's own fixed backend (if it has one) likewise."""
+    judge: Judge[Any, Any], context: Mapping[str, Any] | None, limiter: RateLimiter | None
+) -> tuple[dict[str, Any], Judge[Any, Any]]:
+    """The context with every backend in it behind the limiter, and the judge
+    with the backends it holds itself behind it likewise."""
     ctx = dict(context or {})
-    fixed: Backend | None = None
-    if limiter is not None:
-        for k, v in list(ctx.items()):
-            if _is_backend(v):
-                ctx[k] = RateLimitedBackend(v, limiter)
-        own = getattr(judge, "backend", None)
-        if own is not None and not isinstance(own, str) and _is_backend(own):
-            fixed = RateLimitedBackend(own, limiter)
-    return ctx, fixed
+    if limiter is None:
+        return ctx, judge
+    for k, v in list(ctx.items()):
+        if isinstance(v, Backend):
+            ctx[k] = RateLimitedBackend(v, limiter)
+    return ctx, judge.with_backends(lambda b: RateLimitedBackend(b, limiter))
 
 
-def fingerprint_for(judge: Any, context: Mapping[str, Any] | None) -> dict[str, Any]:
-    backend = None
-    if isinstance(judge, BaseJudge):
-        try:
-            backend = judge.resolve_backend(None, context)
-        except TypeError:
-            backend = None  # a composite (cascade, ensemble): its parts name their own backends
+def fingerprint_for(judge: Judge[Any, Any], context: Mapping[str, Any] | None) -> dict[str, Any]:
+    backend = judge.backend_for(context)
     fp = judge_fingerprint(judge, backend)
     if backend is None and context:
-        fp["context_backends"] = {k: backend_identity(v) for k, v in sorted(context.items()) if _is_backend(v)}
+        fp["context_backends"] = {k: backend_identity(v) for k, v in sorted(context.items()) if isinstance(v, Backend)}
     return fp

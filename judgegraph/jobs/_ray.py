@@ -20,10 +20,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from .._backend import MissingExtraError
-from .._judge import coerce_input
+from judgegraph.backends import MissingExtraError, RateLimiter
+from judgegraph.judges import coerce_input
+
 from ._judging import fingerprint_for, judge_prepared, limit_context
-from ._ratelimit import RateLimiter
 from ._recorder import JobProgress, JobSummary, ProgressCallback, _Recorder, _summary
 from ._runner import _pool_size, default_run_id
 from ._sources import Shard, count_rows, expand_paths, iter_shard, plan_shards
@@ -131,7 +131,7 @@ class _JudgeActor:
         self.judge = build_judge(self.spec.judge)
         limiter = RateLimiter(rpm=rpm, tpm=tpm) if (rpm or tpm) else None
         backend = build_backend(self.spec.backend, max_connections=_pool_size(self.spec) // max(1, actors))
-        self.ctx, self.fixed = limit_context(self.judge, {"backend": backend}, limiter)
+        self.ctx, self.judge = limit_context(self.judge, {"backend": backend}, limiter)
         self.model = INPUT_MODELS[self.spec.judge.kind]
 
     def __call__(self, batch: Any) -> Any:
@@ -170,9 +170,7 @@ class _JudgeActor:
             item = coerce_input(self.model, json.loads(r["input"]))
             prep = PreparedRow(r["file"], r["row"], item, r["item_hash"])
             async with sem:
-                rec = await judge_prepared(
-                    self.judge, prep, context=self.ctx, backend=self.fixed, config_hash=self.config_hash
-                )
+                rec = await judge_prepared(self.judge, prep, context=self.ctx, config_hash=self.config_hash)
             return {c: getattr(rec, c) for c in _RESULT_COLUMNS}
 
         results = await asyncio.gather(*(one(i) for i in todo))

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from html import escape
 from typing import Any
 
-from ._plots import bar_chart, heatmap, line_chart
+from judgegraph.reporting import RENDER_CHECK_JS, REPORT_CSS, bar_chart, heatmap, line_chart
+
 from ._report_data import ReportData
 
 __all__ = ["render_html", "render_markdown"]
@@ -186,34 +187,6 @@ def _headline(d: ReportData) -> list[tuple[str, str]]:
     return out
 
 
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}
-header{background:#1d2430;color:#fff;padding:18px 28px}header h1{margin:0;font-size:20px}
-header p{margin:4px 0 0;color:#c5cbd6}main{padding:20px 28px;max-width:1400px}
-.kpis{display:flex;flex-wrap:wrap;gap:10px;margin-bottom:18px}
-.kpi{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:8px 14px;min-width:96px}
-.kpi b{display:block;font-size:18px}.kpi span{color:#5b6576;font-size:12px}
-.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:16px}
-figure{background:#fff;border:1px solid #dde1e7;border-radius:6px;margin:0;padding:10px}
-figcaption{color:#5b6576;font-size:12px;margin-top:6px}.na{color:#8a93a3;font-style:italic;padding:30px 10px}
-table{border-collapse:collapse;background:#fff;margin:8px 0 18px}td,th{border:1px solid #dde1e7;padding:4px 10px;
-text-align:left}th{background:#eef1f5}h2{font-size:16px;margin:22px 0 8px}
-svg .axis{stroke:#333}svg .grid{stroke:#e3e6ea}svg .diag{stroke:#999;stroke-dasharray:4 4}
-svg text{font-family:inherit}svg .tick{font-size:10px;fill:#444}svg .label{font-size:11px;fill:#333}
-svg .ptitle{font-size:13px;font-weight:600;fill:#1d2430}svg .cell{font-size:12px}
-"""
-
-# Runs when the page is opened: records that every plot was laid out with a
-# size, so a headless browser can confirm the report rendered.
-_CHECK = """
-window.addEventListener('load',function(){var s=document.querySelectorAll('svg.plot'),ok=0;
-s.forEach(function(e){var b=e.getBoundingClientRect();
-if(b.width>0&&b.height>0&&e.querySelectorAll('rect,circle,polyline').length>0)ok++;});
-var el=document.getElementById('render-check');el.setAttribute('data-plots',String(s.length));
-el.setAttribute('data-rendered',String(ok));el.textContent=ok+' of '+s.length+' plots rendered';});
-"""
-
-
 _NONE = '<tr><td colspan="3">none</td></tr>'
 
 
@@ -253,7 +226,7 @@ def render_html(d: ReportData) -> str:
         meta_md = f"<h2>Agreement with human labels ({d.n_labeled} rows)</h2><table>{meta_md}</table>"
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>judgegraph report: {escape(d.run_id)}</title><style>{_CSS}</style></head>
+<title>judgegraph report: {escape(d.run_id)}</title><style>{REPORT_CSS}</style></head>
 <body><header><h1>Run {escape(d.run_id)}</h1>
 <p>{escape(d.kind)} judge · {escape(str(judge.get("name") or judge.get("kind") or ""))} {escape(str(model))}
 · config {escape(d.config_hash[:12])} · {escape(d.state)} ·
@@ -266,7 +239,7 @@ generated {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(d.generated_at))}</p>
 <th>accuracy (ok rows)</th></tr>{cats}</table>
 <h2>Problems by kind</h2><table><tr><th>kind</th><th>rows</th></tr>{kinds or _NONE}</table>
 <h2>First problems</h2><table><tr><th>where</th><th>kind</th><th>reason</th></tr>{probs or _NONE}
-</table></main><script>{_CHECK}</script></body></html>
+</table></main><script>{RENDER_CHECK_JS}</script></body></html>
 """
 
 

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import time
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .._backend import Backend
+from judgegraph.backends import Backend, RateLimiter
+from judgegraph.judges import Judge
+
 from ._judging import failure_record, fingerprint_for, judge_prepared, limit_context, verdict_record
-from ._ratelimit import RateLimiter
 from ._recorder import JobProgress, JobSummary, ProgressCallback, _Recorder, _summary
 from ._sources import count_rows, expand_paths, iter_rows
 from ._spec import (
@@ -35,7 +38,7 @@ from ._spec import (
 from ._store import Store
 from ._store_guard import StoreCommitError, StoreError
 
-__all__ = ["run_job", "run_spec"]
+__all__ = ["arun_job", "arun_spec", "run_job", "run_spec"]
 
 _log = logging.getLogger("judgegraph.jobs")
 
@@ -52,7 +55,7 @@ def _open(store: Store | str | os.PathLike[str]) -> tuple[Store, bool]:
     return Store(store), True
 
 
-async def run_job(
+async def arun_job(
     source: SourceConfig,
     *,
     judge: Any,
@@ -79,9 +82,14 @@ async def run_job(
         raise ValueError("concurrency must be at least 1")
     if isinstance(judge, str):  # a key into the context, as the graphs take judges
         found = (context or {}).get(judge)
-        if found is None or not callable(getattr(found, "ajudge", None)):
-            raise LookupError(f"run_job: no judge with an async ajudge() under {judge!r} in the context")
+        if found is None:
+            raise LookupError(f"arun_job: no judge under {judge!r} in the context")
         judge = found
+    if not isinstance(judge, Judge):
+        raise TypeError(
+            f"arun_job: the judge is a {type(judge).__name__}, not a judgegraph Judge "
+            "(subclass judgegraph.judges.Judge to run your own)"
+        )
     preparer = RowPreparer(kind, source)
     paths = expand_paths(source.path)
     fp = fingerprint_for(judge, context)
@@ -96,13 +104,13 @@ async def run_job(
             spec=dict(spec) if spec is not None else {"source": source.model_dump(mode="json"), "judge": fp},
         )
         limiter = RateLimiter(rpm=rpm, tpm=tpm) if (rpm or tpm) else None
-        ctx, fixed = limit_context(judge, context, limiter)
+        ctx, judge = limit_context(judge, context, limiter)
         prog = JobProgress(total=count_rows(paths, source.format))
         rec = _Recorder(st, run_id, chash, prog, progress)
         started = time.monotonic()
         state = "interrupted"
         try:
-            await _drive(preparer, iter_rows(paths, source.format), rec, judge, ctx, fixed, concurrency, rerun_failed)
+            await _drive(preparer, iter_rows(paths, source.format), rec, judge, ctx, concurrency, rerun_failed)
             state = "finished"
         finally:
             try:
@@ -128,7 +136,6 @@ async def _drive(
     rec: _Recorder,
     judge: Any,
     ctx: dict[str, Any],
-    fixed: Backend | None,
     concurrency: int,
     rerun_failed: bool,
 ) -> None:
@@ -160,7 +167,7 @@ async def _drive(
         # cannot take items one at a time: feed it chunks.
         work = _drive_batches(preparer, rows, rec, judge, ctx, concurrency, rerun_failed)
     else:
-        work = _drive_pool(preparer, rows, rec, judge, ctx, fixed, concurrency, rerun_failed)
+        work = _drive_pool(preparer, rows, rec, judge, ctx, concurrency, rerun_failed)
     work_task = asyncio.create_task(work)
     try:
         await asyncio.wait({work_task, flush_task}, return_when=asyncio.FIRST_COMPLETED)
@@ -217,7 +224,6 @@ async def _drive_pool(
     rec: _Recorder,
     judge: Any,
     ctx: dict[str, Any],
-    fixed: Backend | None,
     concurrency: int,
     rerun_failed: bool,
 ) -> None:
@@ -239,7 +245,7 @@ async def _drive_pool(
     async def worker() -> None:
         while (prep := next_item()) is not None:
             try:
-                record = await judge_prepared(judge, prep, context=ctx, backend=fixed, config_hash=rec.config_hash)
+                record = await judge_prepared(judge, prep, context=ctx, config_hash=rec.config_hash)
                 rec.result(prep.where, record)
             finally:
                 assert prep.item_hash is not None
@@ -303,7 +309,7 @@ def _pool_size(spec: JobSpec) -> int:
     return spec.limits.concurrency * per_item
 
 
-async def run_spec(
+async def arun_spec(
     spec: JobSpec,
     *,
     store: Store | str | os.PathLike[str],
@@ -317,7 +323,7 @@ async def run_spec(
     the config hash still comes from the judge and the backend's model."""
     judge = build_judge(spec.judge)
     b = backend or build_backend(spec.backend, max_connections=_pool_size(spec))
-    return await run_job(
+    return await arun_job(
         spec.source,
         judge=judge,
         kind=spec.judge.kind,
@@ -331,3 +337,18 @@ async def run_spec(
         progress=progress,
         spec=spec.model_dump(mode="json"),
     )
+
+
+def _deprecated(new: Callable[..., Any], old: str) -> Callable[..., Any]:
+    @functools.wraps(new)
+    def alias(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(f"{old} is now {new.__name__}; the old name will go", DeprecationWarning, stacklevel=2)
+        return new(*args, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = old
+    return alias
+
+
+# The names the README used before async functions took the ``a`` prefix.
+run_job = _deprecated(arun_job, "run_job")
+run_spec = _deprecated(arun_spec, "run_spec")

@@ -198,7 +198,7 @@ def _parquet_rows(
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        from .._backend import MissingExtraError
+        from judgegraph.types import MissingExtraError
 
         raise MissingExtraError("reading Parquet", "ray") from None
     pf = pq.ParquetFile(path)

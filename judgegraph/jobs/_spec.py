@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field
 
-from .._backend import Backend
-from .._judge import BaseJudge, JudgeInputError, coerce_input
-from .._secrets import clean_url
-from ..types import ConversationInput, Criterion, PairwiseInput, PointwiseInput, Pricing, RetryPolicy, SwapPolicy
+from judgegraph.backends import Backend, clean_url
+from judgegraph.config import BackendConfig, JudgeConfig, JudgeKind, build_backend, build_judge
+from judgegraph.judges import Judge, JudgeInputError, coerce_input
+from judgegraph.types import FrozenModel
+
+from ..types import ConversationInput, PairwiseInput, PointwiseInput
 from ._sources import lookup
 from ._sources_files import SourceRow
 from ._sources_traces import _norm_messages
@@ -45,8 +47,6 @@ __all__ = [
     "judge_fingerprint",
 ]
 
-JudgeKind = Literal["pairwise", "pointwise", "multiturn", "rubric"]
-
 INPUT_MODELS: dict[str, type[BaseModel]] = {
     "pairwise": PairwiseInput,
     "pointwise": PointwiseInput,
@@ -55,11 +55,7 @@ INPUT_MODELS: dict[str, type[BaseModel]] = {
 }
 
 
-class _Config(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class SourceConfig(_Config):
+class SourceConfig(FrozenModel):
     """Where items come from and how the user's schema maps onto judge inputs.
 
     ``fields`` maps a judge input field (``instruction``, ``response_a``,
@@ -80,56 +76,7 @@ class SourceConfig(_Config):
     id: str | None = None
 
 
-class JudgeConfig(_Config):
-    kind: JudgeKind
-    name: str | None = None
-    template: str | None = None
-    scale: tuple[int, int] | None = None
-    swap: SwapPolicy | None = None
-    mode: Literal["conversation", "turn"] = "conversation"
-    criteria: list[Criterion] | None = None
-    structured: bool | None = None
-    max_tokens: int = Field(default=512, ge=1)
-    top_logprobs: int = Field(default=10, ge=0)
-    repair: bool = True
-
-    @model_validator(mode="after")
-    def _kind_options(self) -> JudgeConfig:
-        if self.kind == "rubric" and not self.criteria:
-            raise ValueError("a rubric job needs criteria")
-        if self.kind != "rubric" and self.criteria:
-            raise ValueError(f"criteria only apply to rubric jobs, not {self.kind}")
-        if self.kind != "pairwise" and self.swap is not None:
-            raise ValueError(f"swap only applies to pairwise jobs, not {self.kind}")
-        return self
-
-
-class BackendConfig(_Config):
-    """An OpenAI-compatible or TGI endpoint. The API key is read from the
-    environment variable ``api_key_env`` at run time and never stored."""
-
-    kind: Literal["openai", "tgi"] = "openai"
-    model: str
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    max_attempts: int = Field(default=4, ge=1)
-    timeout_s: float = Field(default=60.0, gt=0)
-    pricing: Pricing | None = None
-    structured_output: bool = True
-
-    @field_validator("model")
-    @classmethod
-    def _model(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("model must be a non-empty string")
-        return v
-
-    def __repr_args__(self) -> Any:  # credentials in base_url are never shown
-        for k, v in super().__repr_args__():
-            yield k, (clean_url(v) if k == "base_url" and isinstance(v, str) else v)
-
-
-class Limits(_Config):
+class Limits(FrozenModel):
     """``concurrency`` is items in flight (a pairwise item with both orders
     makes two requests); ``rpm``/``tpm`` cap requests and tokens per minute."""
 
@@ -138,7 +85,7 @@ class Limits(_Config):
     tpm: float | None = Field(default=None, gt=0)
 
 
-class JobSpec(_Config):
+class JobSpec(FrozenModel):
     source: SourceConfig
     judge: JudgeConfig
     backend: BackendConfig
@@ -146,66 +93,6 @@ class JobSpec(_Config):
 
     def config_hash(self) -> str:
         return config_hash(judge_fingerprint(build_judge(self.judge), _BackendId(self.backend)))
-
-
-# ------------------------------------------------------------------ building
-
-
-def build_judge(cfg: JudgeConfig, *, backend: Backend | str = "backend") -> BaseJudge[Any, Any]:
-    from .._pairwise import PairwiseJudge
-    from .._pointwise import MultiTurnJudge, PointwiseJudge
-    from .._rubric import RubricJudge
-
-    common: dict[str, Any] = {
-        "name": cfg.name,
-        "template": cfg.template,
-        "scale": cfg.scale,
-        "structured": cfg.structured,
-        "max_tokens": cfg.max_tokens,
-        "top_logprobs": cfg.top_logprobs,
-        "repair": cfg.repair,
-    }
-    if cfg.kind == "pairwise":
-        return PairwiseJudge(backend, swap=cfg.swap, **common)
-    if cfg.kind == "pointwise":
-        return PointwiseJudge(backend, **common)
-    if cfg.kind == "multiturn":
-        return MultiTurnJudge(backend, mode=cfg.mode, **common)
-    assert cfg.criteria is not None
-    return RubricJudge(backend, criteria=cfg.criteria, **common)
-
-
-def build_backend(cfg: BackendConfig, *, max_connections: int | None = None) -> Backend:
-    """The backend a config describes. ``max_connections`` sizes the HTTP
-    pool (OpenAI-compatible servers): give it the job's request concurrency."""
-    retry = RetryPolicy(max_attempts=cfg.max_attempts, timeout_s=cfg.timeout_s)
-    key = os.environ.get(cfg.api_key_env)
-    if cfg.kind == "openai":
-        from .._openai_backend import OpenAIBackend
-
-        if key is None and cfg.base_url is None:
-            raise ValueError(f"backend: no API key: set {cfg.api_key_env} (or give base_url for a local server)")
-        return OpenAIBackend(
-            cfg.model,
-            api_key=key or "unused",
-            base_url=cfg.base_url,
-            retry=retry,
-            pricing=cfg.pricing,
-            structured_output=cfg.structured_output,
-            max_connections=max_connections,
-        )
-    from .._tgi_backend import TGIBackend
-
-    if cfg.base_url is None:
-        raise ValueError("backend: a tgi backend needs base_url")
-    return TGIBackend(
-        cfg.base_url,
-        model=cfg.model,
-        token=key,
-        retry=retry,
-        pricing=cfg.pricing,
-        structured_output=cfg.structured_output,
-    )
 
 
 @dataclass(frozen=True)
@@ -256,9 +143,9 @@ def _plain(value: Any, depth: int = 0) -> Any:
         return {str(k): _plain(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v, depth + 1) for v in value]
-    if isinstance(value, BaseJudge) or callable(getattr(value, "ajudge", None)):
+    if isinstance(value, Judge):
         return judge_fingerprint(value, None)
-    if all(hasattr(value, a) for a in ("name", "model", "generate")):  # a Backend
+    if isinstance(value, Backend):
         return backend_identity(value)
     return type(value).__qualname__
 

@@ -6,7 +6,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from .._secrets import strip_userinfo
+from judgegraph.backends import strip_userinfo
+
 from ._store_guard import StoreError
 from ._store_records import SCHEMA, SCHEMA_VERSION
 

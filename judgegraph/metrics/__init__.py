@@ -16,7 +16,7 @@ from importlib.util import find_spec as _find_spec
 # scipy / scikit-learn / krippendorff are imported lazily, inside the functions that use
 # them, so importing this package stays cheap; fail early here if the extra is missing.
 if any(_find_spec(_m) is None for _m in ("scipy", "sklearn", "krippendorff")):  # pragma: no cover
-    from .._backend import MissingExtraError
+    from judgegraph.types import MissingExtraError
 
     raise MissingExtraError("judgegraph.metrics", "metrics")
 

@@ -16,11 +16,11 @@ from pydantic import Field
 
 from ._inputs import (
     Failure,
+    FrozenModel,
     ItemCounts,
     MetricResult,
     ScoreField,
     UnparsedPolicy,
-    _Model,
     check_policy,
     encode,
     extract,
@@ -183,14 +183,14 @@ def krippendorff_alpha(
     return MetricResult(name=name, value=_finite(value), counts=counts)
 
 
-class LabelScores(_Model):
+class LabelScores(FrozenModel):
     precision: float
     recall: float
     f1: float
     support: int = Field(description="reference items with this label")
 
 
-class ClassificationResult(_Model):
+class ClassificationResult(FrozenModel):
     """Accuracy and averaged precision / recall / F1 (scikit-learn), with per-label scores."""
 
     average: str

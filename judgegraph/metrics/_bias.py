@@ -21,10 +21,10 @@ from ..types import PairwiseVerdict
 from ._correlation import CorrelationResult, correlation
 from ._inputs import (
     Failure,
+    FrozenModel,
     ItemCounts,
     MetricResult,
     UnparsedPolicy,
-    _Model,
     check_policy,
     extract,
     resolve,
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 
-class PositionResult(_Model):
+class PositionResult(FrozenModel):
     """Consistency across answer orders, and which way the inconsistent items lean."""
 
     consistency: float | None = Field(description="share of items with the same winner in both orders")
@@ -128,7 +128,7 @@ def position_consistency(
     )
 
 
-class LengthBiasResult(_Model):
+class LengthBiasResult(FrozenModel):
     """How often the longer answer wins, for the judge and (when given) the references."""
 
     longer_win_rate: float | None = Field(description="judge: share of decisive verdicts naming the longer answer")
@@ -228,7 +228,7 @@ def length_correlation(
     return correlation(scores, [_length(x) for x in lengths], method=method, unparsed=unparsed, fill=fill)
 
 
-class SwapAccuracyResult(_Model):
+class SwapAccuracyResult(FrozenModel):
     """Accuracy of a judge run in both answer orders (LLMBar's reporting)."""
 
     first_order: MetricResult

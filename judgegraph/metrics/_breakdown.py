@@ -7,16 +7,18 @@ from typing import Any
 
 from pydantic import Field
 
+from judgegraph.types import FrozenModel
+
 from ._agreement import ClassificationResult, accuracy
 from ._correlation import CorrelationResult
-from ._inputs import MetricResult, _Model
+from ._inputs import MetricResult
 
 __all__ = ["Breakdown", "breakdown"]
 
 BreakdownValue = MetricResult | ClassificationResult | CorrelationResult
 
 
-class Breakdown(_Model):
+class Breakdown(FrozenModel):
     metric: str
     overall: BreakdownValue
     by_category: dict[str, BreakdownValue]
@@ -28,15 +30,15 @@ def breakdown(
     references: Sequence[Any],
     categories: Sequence[Any],
     *,
-    metric: Callable[..., BreakdownValue] = accuracy,
+    metric: Callable[[Sequence[Any], Sequence[Any]], BreakdownValue] = accuracy,
     min_items: int = 1,
-    **options: Any,
 ) -> Breakdown:
-    """``metric(predictions, references, **options)`` overall and for each category.
+    """``metric(predictions, references)`` overall and for each category.
 
     ``metric`` is any function here that takes (predictions, references), e.g.
     ``accuracy``, ``agreement``, ``cohen_kappa``, ``classification_scores`` or
-    ``correlation``. Categories with fewer than ``min_items`` items are listed in
+    ``correlation``; give options with ``functools.partial`` (e.g.
+    ``partial(accuracy, unparsed="wrong")``). Categories with fewer than ``min_items`` items are listed in
     ``too_small`` rather than scored. Category keys are ``str(category)``.
     """
     if not len(predictions) == len(references) == len(categories):
@@ -51,6 +53,6 @@ def breakdown(
         if len(idx) < min_items:
             small[key] = len(idx)
             continue
-        by[key] = metric([predictions[i] for i in idx], [references[i] for i in idx], **options)
-    name = getattr(metric, "__name__", "metric")
-    return Breakdown(metric=name, overall=metric(predictions, references, **options), by_category=by, too_small=small)
+        by[key] = metric([predictions[i] for i in idx], [references[i] for i in idx])
+    name = getattr(metric, "__name__", None) or getattr(getattr(metric, "func", None), "__name__", "metric")
+    return Breakdown(metric=name, overall=metric(predictions, references), by_category=by, too_small=small)

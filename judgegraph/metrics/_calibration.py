@@ -14,7 +14,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from ._inputs import ItemCounts, ScoreField, UnparsedPolicy, _Model, check_policy, resolve_columns
+from judgegraph.types import FrozenModel
+
+from ._inputs import ItemCounts, ScoreField, UnparsedPolicy, check_policy, resolve_columns
 
 __all__ = [
     "CalibrationResult",
@@ -27,7 +29,7 @@ __all__ = [
 Strategy = Literal["uniform", "quantile"]
 
 
-class ReliabilityBin(_Model):
+class ReliabilityBin(FrozenModel):
     lower: float
     upper: float
     count: int
@@ -35,7 +37,7 @@ class ReliabilityBin(_Model):
     accuracy: float | None = Field(description="share correct in the bin; None for an empty bin")
 
 
-class CalibrationResult(_Model):
+class CalibrationResult(FrozenModel):
     ece: float | None = Field(description="expected calibration error: count-weighted |accuracy − confidence|")
     mce: float | None = Field(description="maximum calibration error over non-empty bins")
     brier: float | None

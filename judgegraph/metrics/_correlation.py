@@ -20,7 +20,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from ._inputs import Failure, ItemCounts, ScoreField, UnparsedPolicy, _Model, extract, resolve
+from judgegraph.types import FrozenModel
+
+from ._inputs import Failure, ItemCounts, ScoreField, UnparsedPolicy, extract, resolve
 
 __all__ = [
     "CorrelationResult",
@@ -36,7 +38,7 @@ Method = Literal["pearson", "spearman", "kendall"]
 Level = Literal["sample", "group", "system"]
 
 
-class CorrelationResult(_Model):
+class CorrelationResult(FrozenModel):
     method: Method
     level: Level
     value: float | None = Field(description="None when undefined (constant input, too few items)")
@@ -49,7 +51,7 @@ class CorrelationResult(_Model):
         return math.nan if self.value is None else self.value
 
 
-class Correlations(_Model):
+class Correlations(FrozenModel):
     pearson: CorrelationResult
     spearman: CorrelationResult
     kendall: CorrelationResult
@@ -161,25 +163,122 @@ def _kept_groups(
     ]
 
 
-def pearson(predictions: Sequence[Any], references: Sequence[Any], **options: Any) -> CorrelationResult:
-    """``correlation(..., method="pearson")``; options as for ``correlation``."""
-    return correlation(predictions, references, method="pearson", **options)
+def pearson(
+    predictions: Sequence[Any],
+    references: Sequence[Any],
+    *,
+    level: Level = "sample",
+    groups: Sequence[Any] | None = None,
+    unparsed: UnparsedPolicy = "exclude",
+    fill: float | None = None,
+    score_field: ScoreField = "score",
+    kendall_variant: Literal["b", "c"] = "b",
+) -> CorrelationResult:
+    """``correlation(..., method="pearson")``; options as for :func:`correlation`."""
+    return correlation(
+        predictions,
+        references,
+        method="pearson",
+        level=level,
+        groups=groups,
+        unparsed=unparsed,
+        fill=fill,
+        score_field=score_field,
+        kendall_variant=kendall_variant,
+    )
 
 
-def spearman(predictions: Sequence[Any], references: Sequence[Any], **options: Any) -> CorrelationResult:
-    """``correlation(..., method="spearman")``; options as for ``correlation``."""
-    return correlation(predictions, references, method="spearman", **options)
+def spearman(
+    predictions: Sequence[Any],
+    references: Sequence[Any],
+    *,
+    level: Level = "sample",
+    groups: Sequence[Any] | None = None,
+    unparsed: UnparsedPolicy = "exclude",
+    fill: float | None = None,
+    score_field: ScoreField = "score",
+    kendall_variant: Literal["b", "c"] = "b",
+) -> CorrelationResult:
+    """``correlation(..., method="spearman")``; options as for :func:`correlation`."""
+    return correlation(
+        predictions,
+        references,
+        method="spearman",
+        level=level,
+        groups=groups,
+        unparsed=unparsed,
+        fill=fill,
+        score_field=score_field,
+        kendall_variant=kendall_variant,
+    )
 
 
-def kendall(predictions: Sequence[Any], references: Sequence[Any], **options: Any) -> CorrelationResult:
-    """``correlation(..., method="kendall")``; options as for ``correlation``."""
-    return correlation(predictions, references, method="kendall", **options)
+def kendall(
+    predictions: Sequence[Any],
+    references: Sequence[Any],
+    *,
+    level: Level = "sample",
+    groups: Sequence[Any] | None = None,
+    unparsed: UnparsedPolicy = "exclude",
+    fill: float | None = None,
+    score_field: ScoreField = "score",
+    kendall_variant: Literal["b", "c"] = "b",
+) -> CorrelationResult:
+    """``correlation(..., method="kendall")``; options as for :func:`correlation`."""
+    return correlation(
+        predictions,
+        references,
+        method="kendall",
+        level=level,
+        groups=groups,
+        unparsed=unparsed,
+        fill=fill,
+        score_field=score_field,
+        kendall_variant=kendall_variant,
+    )
 
 
-def correlations(predictions: Sequence[Any], references: Sequence[Any], **options: Any) -> Correlations:
-    """All three coefficients at once; options as for ``correlation``."""
+def correlations(
+    predictions: Sequence[Any],
+    references: Sequence[Any],
+    *,
+    level: Level = "sample",
+    groups: Sequence[Any] | None = None,
+    unparsed: UnparsedPolicy = "exclude",
+    fill: float | None = None,
+    score_field: ScoreField = "score",
+    kendall_variant: Literal["b", "c"] = "b",
+) -> Correlations:
+    """All three coefficients at once; options as for :func:`correlation`."""
     return Correlations(
-        pearson=correlation(predictions, references, method="pearson", **options),
-        spearman=correlation(predictions, references, method="spearman", **options),
-        kendall=correlation(predictions, references, method="kendall", **options),
+        pearson=pearson(
+            predictions,
+            references,
+            level=level,
+            groups=groups,
+            unparsed=unparsed,
+            fill=fill,
+            score_field=score_field,
+            kendall_variant=kendall_variant,
+        ),
+        spearman=spearman(
+            predictions,
+            references,
+            level=level,
+            groups=groups,
+            unparsed=unparsed,
+            fill=fill,
+            score_field=score_field,
+            kendall_variant=kendall_variant,
+        ),
+        kendall=kendall(
+            predictions,
+            references,
+            level=level,
+            groups=groups,
+            unparsed=unparsed,
+            fill=fill,
+            score_field=score_field,
+            kendall_variant=kendall_variant,
+        ),
     )

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from judgegraph.types import FrozenModel
 
 from ..types import PairwiseVerdict, PointwiseScore, RubricResult, Status
 
@@ -49,11 +51,7 @@ class Failure(Enum):
     ERROR = "error"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ItemCounts(_Model):
+class ItemCounts(FrozenModel):
     """What went into a metric. An item is failed when either side of it failed.
 
     ``policy`` says what failed items became: ``exclude`` (dropped),
@@ -70,7 +68,7 @@ class ItemCounts(_Model):
     dropped_ties: int = Field(default=0, description="of those, items dropped because a side was a tie")
 
 
-class MetricResult(_Model):
+class MetricResult(FrozenModel):
     """One number and the counts behind it. ``value`` is None when it is undefined."""
 
     name: str

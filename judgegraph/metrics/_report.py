@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import Field
+
+from judgegraph.types import FrozenModel
 
 from ..types import PairwiseVerdict, PointwiseScore
 from ._agreement import (
@@ -29,14 +32,22 @@ from ._bias import (
 from ._breakdown import Breakdown, breakdown
 from ._calibration import CalibrationResult, calibration
 from ._correlation import CorrelationResult, Correlations, correlation, correlations
-from ._inputs import UNPARSED_POLICIES, Failure, MetricResult, ScoreField, UnparsedPolicy, _Model, check_policy, extract
+from ._inputs import (
+    UNPARSED_POLICIES,
+    Failure,
+    MetricResult,
+    ScoreField,
+    UnparsedPolicy,
+    check_policy,
+    extract,
+)
 
 __all__ = ["MetaEvalReport", "PolicyFigures", "summarize"]
 
 Kind = Literal["pairwise", "pointwise", "labels"]
 
 
-class PolicyFigures(_Model):
+class PolicyFigures(FrozenModel):
     """Headline figures under one unparsed policy (for the policy-sensitivity table)."""
 
     accuracy: float | None
@@ -46,7 +57,7 @@ class PolicyFigures(_Model):
     used: int
 
 
-class MetaEvalReport(_Model):
+class MetaEvalReport(FrozenModel):
     """Everything ``summarize`` could compute; sections that do not apply are None.
 
     Metrics that cannot take ``unparsed="wrong"`` (correlations, weighted kappa, alpha,
@@ -172,11 +183,7 @@ def summarize(
                 predictions,
                 references,
                 categories,
-                metric=correlation,
-                method="spearman",
-                unparsed=soft,
-                fill=fill,
-                score_field=score_field,
+                metric=partial(correlation, method="spearman", unparsed=soft, fill=fill, score_field=score_field),
                 min_items=3,
             )
         return MetaEvalReport(**report)
@@ -226,7 +233,7 @@ def summarize(
         )
     if categories is not None:
         report["breakdown"] = breakdown(
-            predictions, references, categories, metric=accuracy, unparsed=policy, tie_label=tie_label
+            predictions, references, categories, metric=partial(accuracy, unparsed=policy, tie_label=tie_label)
         )
     return MetaEvalReport(**report)
 

@@ -18,7 +18,7 @@ from ._data import (
     QuickstartSplit,
     bundled_pandalm,
     load_bundled_pandalm,
-    split_by_instruction,
+    split_pandalm_by_prompt,
 )
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ __all__ = [
     "result_markdown",
     "result_table",
     "run_quickstart",
-    "split_by_instruction",
+    "split_pandalm_by_prompt",
     "table_row",
 ]
 

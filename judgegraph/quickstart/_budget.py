@@ -24,7 +24,7 @@ def _pick_budget(
 ) -> BudgetChoice:
     """Let the planner pick the escalation budget on the calibration results,
     and turn it into a confidence threshold the graph applies item by item."""
-    from judgegraph._planner import plan_cascades
+    from judgegraph.cascade import plan_cascades
 
     table = {"local": local, "teacher": teacher}
     costs = {"local": 0.0, "teacher": 1.0}  # cost = share of items the teacher judges

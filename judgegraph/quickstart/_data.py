@@ -34,7 +34,7 @@ __all__ = [
     "QuickstartSplit",
     "bundled_pandalm",
     "load_bundled_pandalm",
-    "split_by_instruction",
+    "split_pandalm_by_prompt",
 ]
 
 #: Items in the bundled copy (all of PandaLM's test set).
@@ -96,7 +96,7 @@ class QuickstartSplit(BaseModel):
         )
 
 
-def split_by_instruction(
+def split_pandalm_by_prompt(
     items: Sequence[PandaLMItem],
     *,
     heldout_fraction: float = 0.3,

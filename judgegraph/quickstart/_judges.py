@@ -7,14 +7,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgegraph._backend import Backend
-from judgegraph._pairwise import PairwiseJudge
-from judgegraph._replay import ReplayJudge, item_key
+from judgegraph.backends import Backend
 from judgegraph.datasets import PandaLMItem
+from judgegraph.judges import Judge, PairwiseJudge, ReplayJudge, item_key
+
+if TYPE_CHECKING:
+    from judgegraph.graphs.pairwise import PairwiseGraphInput
+
 from judgegraph.types import PairwiseInput, PairwiseVerdict, Pricing, Provenance, SwapPolicy, Usage
 
 __all__ = [
@@ -121,7 +124,7 @@ def parse_endpoint(spec: str) -> Endpoint:
 
 def build_endpoint_judge(endpoint: Endpoint, *, name: str, concurrency: int = 16) -> PairwiseJudge:
     """A pairwise judge (both answer orders) on the endpoint, built with the jobs module's backend config."""
-    from judgegraph.jobs import BackendConfig, build_backend
+    from judgegraph.config import BackendConfig, build_backend
 
     backend: Backend = build_backend(
         BackendConfig(kind=endpoint.kind, model=endpoint.model, base_url=endpoint.base_url),
@@ -133,10 +136,10 @@ def build_endpoint_judge(endpoint: Endpoint, *, name: str, concurrency: int = 16
 # ---------------------------------------------------------------- the graph as a judge
 
 
-class GraphJudge:
+class GraphJudge(Judge[PairwiseInput, PairwiseVerdict]):
     """The pairwise graph, driven one item at a time like a judge.
 
-    ``judgegraph.jobs.run_job`` calls ``ajudge(item, context=...)``; this runs
+    ``judgegraph.jobs.arun_job`` calls ``ajudge(item, context=...)``; this runs
     the compiled pairwise graph on the item with that context (which holds
     the judge under ``"judge"``) and returns the graph's verdict. A
     :class:`PairwiseJudge` keeps its own swap policy (the graph fans out both
@@ -161,9 +164,10 @@ class GraphJudge:
     def config_fingerprint(self) -> dict[str, Any]:
         return dict(self._fingerprint)
 
-    async def ajudge(self, item: PairwiseInput, *, context: Any = None) -> PairwiseVerdict:
+    async def _ajudge_item(self, item: PairwiseInput, context: Any) -> PairwiseVerdict:
         ctx = context if context is not None else self.context()
-        out = await self.graph.ainvoke(item.model_dump(exclude_none=True), context=ctx)
+        state = cast("PairwiseGraphInput", item.model_dump(exclude_none=True))
+        out = await self.graph.ainvoke(state, context=ctx)
         verdict = out["verdict"]
         if not isinstance(verdict, PairwiseVerdict):
             raise TypeError(f"{self.name}: the graph returned a {type(verdict).__name__}, not a PairwiseVerdict")

@@ -14,10 +14,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from judgegraph.datasets import PandaLMItem
-from judgegraph.finetune._classifier_judge import ClassifierJudge
-from judgegraph.finetune._probe import EncoderProbe, ProbeOptions, train_probe
-from judgegraph.finetune._scorer import PairScorer
-from judgegraph.finetune._traces import PairwiseTrace, write_traces
+from judgegraph.finetune import (
+    ClassifierJudge,
+    EncoderProbe,
+    PairScorer,
+    PairwiseTrace,
+    ProbeOptions,
+    train_probe,
+    write_traces,
+)
 from judgegraph.types import Provenance, Status
 
 __all__ = [
@@ -51,7 +56,7 @@ def _text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
-class CachedProbe(EncoderProbe):  # type: ignore[misc]  # finetune/ is outside mypy's package map
+class CachedProbe(EncoderProbe):
     """An :class:`EncoderProbe` that keeps every text's embedding in memory and
     in ``embeddings.safetensors`` beside the saved model, so a text is
     embedded once across runs. The cache belongs to the saved model directory
@@ -98,7 +103,7 @@ class CachedProbe(EncoderProbe):  # type: ignore[misc]  # finetune/ is outside m
         tmp.replace(self.cache_path)
 
 
-class LocalClassifierJudge(ClassifierJudge):  # type: ignore[misc]  # as above
+class LocalClassifierJudge(ClassifierJudge):
     """The classifier judge, with its price stated: it runs in this process and
     calls no paid API, so each verdict costs 0 USD (a cascade's cost is then
     the sum over its tiers instead of unknown)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from judgegraph.finetune._progress import make_progress
+from judgegraph.finetune import make_progress
 from judgegraph.jobs import JobProgress
 
 __all__ = ["job_bar"]
@@ -13,7 +13,7 @@ __all__ = ["job_bar"]
 
 @contextmanager
 def job_bar(description: str, *, enabled: bool = True) -> Iterator[Callable[[JobProgress], None]]:
-    """``with job_bar("judging") as update: run_job(..., progress=update)``."""
+    """``with job_bar("judging") as update: arun_job(..., progress=update)``."""
     with make_progress(enabled=enabled) as progress:
         task = progress.add_task(description, total=None, info="")
 

@@ -22,12 +22,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from judgegraph._cascade import Abstain, CascadeJudge, LowConfidence, Tier
-from judgegraph._judge import BaseJudge
+from judgegraph.cascade import Abstain, CascadeJudge, LowConfidence, Tier
 from judgegraph.datasets import PandaLMItem
+from judgegraph.judges import Judge
 
 from ._budget import _pick_budget, escalation_rule
-from ._data import QuickstartSplit, load_bundled_pandalm, split_by_instruction
+from ._data import QuickstartSplit, load_bundled_pandalm, split_pandalm_by_prompt
 from ._judges import (
     GPT35_PRICING,
     Endpoint,
@@ -84,8 +84,7 @@ async def _run(
     progress: bool,
 ) -> str:
     """Judge the source through the pairwise graph into the store; returns the run id."""
-    from judgegraph.jobs import SourceConfig, config_hash, run_job
-    from judgegraph.jobs._judging import fingerprint_for
+    from judgegraph.jobs import SourceConfig, arun_job, config_hash, fingerprint_for
 
     gj = GraphJudge(judge, name=name, fingerprint=fingerprint)
     ctx = gj.context()
@@ -99,7 +98,7 @@ async def _run(
     from ._progress import job_bar
 
     with job_bar(describe, enabled=progress) as update:
-        summary = await run_job(
+        summary = await arun_job(
             source,
             judge=gj,
             kind="pairwise",
@@ -129,8 +128,7 @@ async def arun_quickstart(
     options: QuickstartOptions | None = None, *, log: Callable[[str], None] = print
 ) -> QuickstartResult:
     """Run the whole quickstart; see the module docstring."""
-    from judgegraph.jobs import Store
-    from judgegraph.jobs._report import write_report
+    from judgegraph.jobs import Store, write_report
 
     opts = options or QuickstartOptions()
     clock: dict[str, float] = {}
@@ -141,7 +139,7 @@ async def arun_quickstart(
 
     # 1. Data: the bundled traces, split by prompt (fit / calibration / held-out).
     items = load_bundled_pandalm()
-    split = split_by_instruction(
+    split = split_pandalm_by_prompt(
         items,
         heldout_fraction=opts.heldout_fraction,
         seed=opts.seed,
@@ -149,7 +147,7 @@ async def arun_quickstart(
         dedupe=True,
         min_prompts=3,  # fit, calibration and held-out each need a prompt of their own
     )
-    inner: QuickstartSplit = split_by_instruction(
+    inner: QuickstartSplit = split_pandalm_by_prompt(
         split.train, heldout_fraction=opts.calibration_fraction, seed=opts.seed + 1
     )
     fit, calib, held = inner.train, inner.heldout, split.heldout
@@ -163,7 +161,7 @@ async def arun_quickstart(
 
     # 2. Tier 1: the local judge (trained here) or an endpoint.
     t = time.perf_counter()
-    local: BaseJudge[Any, Any]
+    local: Judge[Any, Any]
     reused = False
     train_traces: int | None = None
     if opts.judge is None:
@@ -197,7 +195,7 @@ async def arun_quickstart(
 
     # 3. Tier 2: the teacher, live or replayed.
     teacher_ep = _teacher_spec(opts)
-    teacher: BaseJudge[Any, Any]
+    teacher: Judge[Any, Any]
     if teacher_ep is None:
         teacher = recorded_teacher([*calib, *held])
         with _bundled_file("gpt-3.5-turbo-testset-v1.json") as gpt_file:

@@ -1,0 +1,207 @@
+"""OpenAI (and any OpenAI-compatible server) through ``openai.AsyncOpenAI``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+from judgegraph.types import Pricing, RetryPolicy, Usage
+
+from ._protocol import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
+from ._retry import Retryable, awith_retries, parse_retry_after
+from ._secrets import Secrets, clean_url, credential_headers, split_url_credentials
+
+__all__ = ["OpenAIBackend"]
+
+
+class OpenAIBackend:
+    """A GPT-4-class API model, or vLLM/SGLang/TGI via ``base_url``.
+
+    The SDK's own retries are off (``max_retries=0``): ours count attempts for
+    provenance and honour ``retry-after`` the same way across backends.
+
+    Credentials from every source (``api_key``, ``OPENAI_API_KEY``, user info
+    in ``base_url``, credential ``default_headers``, a given ``client``) are
+    scrubbed from every error this backend raises. User info in the URL is
+    sent as HTTP basic auth and never reaches the client's URL or its logs.
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: Any = None,
+        retry: RetryPolicy | None = None,
+        pricing: Pricing | None = None,
+        structured_output: bool = True,
+        max_connections: int | None = None,
+        default_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.model = model
+        self.retry = retry or RetryPolicy()
+        self.pricing = pricing
+        self.capabilities = Capabilities(structured_output=structured_output, logprobs=True)
+        self._fixed_client = client
+        self._secrets = Secrets([api_key, *credential_headers(default_headers)])
+        url, user, password = split_url_credentials(base_url) if base_url else (None, None, None)
+        self._secrets.add_basic_auth(user, password)
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        if client is None:
+            try:
+                import openai
+            except ImportError:
+                raise MissingExtraError("OpenAIBackend", "openai") from None
+
+            def make() -> Any:
+                kwargs: dict[str, Any] = {}
+                http: dict[str, Any] = {}
+                if max_connections is not None:
+                    # Size the pool to the concurrency: the default keeps 100
+                    # idle connections and churns above that.
+                    import httpx2  # type: ignore[import-not-found]
+
+                    http["limits"] = httpx2.Limits(
+                        max_connections=max_connections, max_keepalive_connections=max_connections
+                    )
+                if password is not None or user is not None:
+                    import httpx2
+
+                    http["auth"] = httpx2.BasicAuth(user or "", password or "")
+                if http:
+                    kwargs["http_client"] = openai.DefaultAsyncHttpxClient(**http)
+                if default_headers:
+                    kwargs["default_headers"] = dict(default_headers)
+                return openai.AsyncOpenAI(
+                    api_key=api_key, base_url=url, max_retries=0, timeout=self.retry.timeout_s, **kwargs
+                )
+
+            self._make_client = make
+            # Built now so a missing key fails at construction; the first event
+            # loop that calls generate() takes it instead of building another.
+            self._unclaimed: Any = make()
+            self._learn(self._unclaimed)
+        else:
+            self._learn(client)
+        self.endpoint = clean_url(self._base_url).rstrip("/")
+
+    def _learn(self, client: Any) -> None:
+        """What a client holds: its key (from the argument or the environment),
+        credential headers and any user info in its URL."""
+        self._base_url = clean_url(str(client.base_url))
+        _, user, password = split_url_credentials(str(client.base_url))
+        self._secrets.add_basic_auth(user, password)
+        self._secrets.add(getattr(client, "api_key", None), os.environ.get("OPENAI_API_KEY"))
+        headers = getattr(client, "default_headers", None)
+        if isinstance(headers, Mapping):
+            self._secrets.add(*credential_headers(headers))
+
+    @property
+    def _client(self) -> Any:
+        if self._fixed_client is not None:
+            return self._fixed_client
+        # A client's connection pool belongs to one event loop: keep one per loop.
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client, self._unclaimed = (self._unclaimed or self._make_client()), None
+            self._clients[loop] = client
+        return client
+
+    def __repr__(self) -> str:  # never show the key
+        return f"OpenAIBackend(model={self.model!r}, base_url={self._base_url!r})"
+
+    def _params(self, request: GenerateRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+        }
+        if request.stop:
+            params["stop"] = list(request.stop)
+        if request.seed is not None:
+            params["seed"] = request.seed
+        if request.logprobs:
+            params["logprobs"] = True
+            if request.top_logprobs:
+                params["top_logprobs"] = request.top_logprobs
+        if request.json_schema is not None:
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "schema": request.json_schema, "strict": True},
+            }
+        return params
+
+    async def _once(self, params: dict[str, Any]) -> Any:
+        import openai
+
+        try:
+            return await self._client.chat.completions.create(**params)
+        except openai.RateLimitError as exc:
+            raise Retryable(
+                f"HTTP 429 from {self.model}",
+                parse_retry_after(exc.response.headers.get("retry-after")),
+            ) from None
+        except openai.InternalServerError as exc:
+            raise Retryable(f"HTTP {exc.status_code} from {self.model}") from None
+        except openai.APITimeoutError:
+            raise Retryable(f"request to {self.model} timed out") from None
+        except openai.APIConnectionError as exc:
+            raise Retryable(f"connection to {self.model} failed: {type(exc.__cause__).__name__}") from None
+        except openai.APIStatusError as exc:
+            # Some servers echo the key they were sent in their error text: generate() scrubs it.
+            raise BackendError(f"HTTP {exc.status_code} from {self.model}: {exc.message}") from None
+        except openai.APIResponseValidationError as exc:
+            raise Retryable(f"malformed response from {self.model}: {exc.message}") from None
+        except ValueError as exc:  # body that is not JSON (json.JSONDecodeError)
+            raise Retryable(f"malformed response from {self.model}: {type(exc).__name__}") from None
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        params = self._params(request)
+        try:
+            resp, attempts, latency = await awith_retries(
+                lambda: self._once(params), self.retry, f"openai model {self.model}"
+            )
+        except BackendError as exc:
+            raise BackendError(self._secrets.scrub(str(exc)), attempts=exc.attempts, retryable=exc.retryable) from None
+        return _to_result(resp, attempts, latency, self.model)
+
+
+def _to_result(resp: Any, attempts: int, latency: float, model: str) -> GenerateResult:
+    if isinstance(resp, str) or not getattr(resp, "choices", None):
+        raise BackendError(f"malformed response from {model}: no choices", attempts=attempts)
+    choice = resp.choices[0]
+    text = choice.message.content or ""
+    tokens = None
+    lp = getattr(choice, "logprobs", None)
+    if lp is not None and lp.content:
+        tokens = tuple(
+            TokenLogprob(
+                t.token,
+                t.logprob,
+                tuple((alt.token, alt.logprob) for alt in (t.top_logprobs or ())),
+            )
+            for t in lp.content
+        )
+    usage = Usage()
+    if resp.usage is not None:
+        usage = Usage(
+            prompt_tokens=resp.usage.prompt_tokens or 0,
+            completion_tokens=resp.usage.completion_tokens or 0,
+        )
+    return GenerateResult(
+        text=text,
+        model=resp.model or model,
+        usage=usage,
+        tokens=tokens,
+        finish_reason=choice.finish_reason,
+        attempts=attempts,
+        latency_s=latency,
+    )

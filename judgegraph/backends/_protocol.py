@@ -1,0 +1,72 @@
+"""The one async interface every model backend implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from judgegraph.types import Message, MissingExtraError, Pricing, TokenLogprob, Usage
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "Capabilities",
+    "GenerateRequest",
+    "GenerateResult",
+    "MissingExtraError",
+    "TokenLogprob",
+]
+
+
+class BackendError(RuntimeError):
+    """A backend gave up: retries exhausted or a non-retryable failure.
+
+    ``attempts`` is how many calls were made. The message never includes
+    request headers, so API keys cannot leak through it.
+    """
+
+    def __init__(self, message: str, *, attempts: int = 1, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.retryable = retryable
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateRequest:
+    messages: tuple[Message, ...]
+    max_tokens: int = 512
+    temperature: float = 0.0
+    stop: tuple[str, ...] = ()
+    json_schema: dict[str, Any] | None = None
+    logprobs: bool = False
+    top_logprobs: int = 0
+    seed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateResult:
+    text: str
+    model: str
+    usage: Usage = field(default_factory=Usage)
+    tokens: tuple[TokenLogprob, ...] | None = None
+    finish_reason: str | None = None
+    attempts: int = 1
+    latency_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    structured_output: bool = False
+    logprobs: bool = False
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Anything with ``name``, ``model``, ``capabilities`` and async ``generate``."""
+
+    name: str
+    model: str
+    capabilities: Capabilities
+    pricing: Pricing | None
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult: ...

@@ -1,0 +1,188 @@
+"""In-process judge model with transformers: the embedded default.
+
+Concurrent ``generate`` calls are gathered into batches (up to
+``max_batch_size``, waiting at most ``batch_wait_s`` for company) and run in a
+worker thread, so the event loop stays free while the model computes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from judgegraph.types import Pricing, Usage
+
+from ._protocol import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
+from ._tgi import chatml_prompt
+
+__all__ = ["TransformersBackend"]
+
+_Pending = tuple[GenerateRequest, "asyncio.Future[GenerateResult]"]
+
+
+class TransformersBackend:
+    name = "transformers"
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        device: str | None = None,
+        max_batch_size: int = 8,
+        batch_wait_s: float = 0.005,
+        pricing: Pricing | None = None,
+    ) -> None:
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError:
+            raise MissingExtraError("TransformersBackend", "local") from None
+        self.model = str(model_path)
+        self.pricing = pricing
+        self.capabilities = Capabilities(structured_output=False, logprobs=True)
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
+        self.tokenizer = AutoTokenizer.from_pretrained(str(model_path))
+        self.tokenizer.padding_side = "left"  # decoder-only batching pads on the left
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        model: Any = AutoModelForCausalLM.from_pretrained(str(model_path), dtype=dtype)
+        self._model = model.to(self.device)
+        self._model.eval()
+        # Prompt plus output must fit the model's context; a request that does
+        # not fails alone and says so (running it would pad its whole batch and
+        # give a silently degraded answer past the trained positions).
+        self.max_context: int | None = getattr(self._model.config, "max_position_embeddings", None)
+        self.max_batch_size = max_batch_size
+        self.batch_wait_s = batch_wait_s
+        self.batches_run = 0  # observable, for tests and benchmarks
+        self._queue: asyncio.Queue[_Pending] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._worker: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        return f"TransformersBackend(model={self.model!r}, device={self.device!r})"
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        if self.max_context is not None:
+            n = len(self.tokenizer(self._prompt(request))["input_ids"])
+            if n + request.max_tokens > self.max_context:
+                raise BackendError(
+                    f"prompt is {n} tokens, plus max_tokens {request.max_tokens}: over "
+                    f"{self.model}'s context of {self.max_context} tokens"
+                )
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._worker is None or self._worker.done():
+            self._loop, self._queue = loop, asyncio.Queue()
+            self._worker = loop.create_task(self._drain())
+        assert self._queue is not None
+        fut: asyncio.Future[GenerateResult] = loop.create_future()
+        await self._queue.put((request, fut))
+        return await fut
+
+    async def _drain(self) -> None:
+        assert self._queue is not None
+        queue = self._queue
+        while True:
+            batch = [await queue.get()]
+            deadline = time.perf_counter() + self.batch_wait_s
+            while len(batch) < self.max_batch_size:
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    break
+                try:
+                    batch.append(await asyncio.wait_for(queue.get(), left))
+                except TimeoutError:
+                    break
+            started = time.perf_counter()
+            try:
+                results = await asyncio.to_thread(self._run_batch, [r for r, _ in batch])
+            except Exception as exc:  # a failed batch fails its callers, not the worker
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(exc)
+                continue
+            latency = time.perf_counter() - started
+            for (_, fut), res in zip(batch, results, strict=True):
+                if not fut.done():
+                    fut.set_result(
+                        GenerateResult(res.text, res.model, res.usage, res.tokens, res.finish_reason, 1, latency)
+                    )
+
+    def _prompt(self, request: GenerateRequest) -> str:
+        msgs = [{"role": m.role, "content": m.content} for m in request.messages]
+        if getattr(self.tokenizer, "chat_template", None):
+            out = self.tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+            return str(out)
+        return chatml_prompt(request.messages)
+
+    def _run_batch(self, requests: list[GenerateRequest]) -> list[GenerateResult]:
+        import torch
+
+        self.batches_run += 1
+        tok = self.tokenizer
+        enc = tok([self._prompt(r) for r in requests], return_tensors="pt", padding=True).to(self.device)
+        max_new = max(r.max_tokens for r in requests)
+        temperature = max(r.temperature for r in requests)
+        gen_kwargs: dict[str, Any] = {"do_sample": False}
+        if temperature > 0:
+            gen_kwargs = {"do_sample": True, "temperature": temperature}
+        with torch.inference_mode():
+            out = self._model.generate(
+                **enc,
+                max_new_tokens=max_new,
+                output_scores=True,
+                return_dict_in_generate=True,
+                pad_token_id=tok.pad_token_id,
+                **gen_kwargs,
+            )
+        prompt_len = enc["input_ids"].shape[1]
+        # (steps, batch, vocab) -> log-probabilities per step
+        logprobs = torch.stack(out.scores, dim=1).float().log_softmax(-1)
+        results = []
+        for i, req in enumerate(requests):
+            results.append(
+                self._one(req, out.sequences[i, prompt_len:], logprobs[i], int(enc["attention_mask"][i].sum()))
+            )
+        return results
+
+    def _one(self, req: GenerateRequest, ids: Any, logprobs: Any, n_prompt: int) -> GenerateResult:
+        tok = self.tokenizer
+        stop_ids = {tok.eos_token_id, tok.pad_token_id}
+        ids_list: list[int] = []
+        finish = "length"
+        for t in ids.tolist()[: req.max_tokens]:
+            if t in stop_ids:
+                finish = "stop"
+                break
+            ids_list.append(t)
+        # Token texts by incremental decoding, so multi-byte characters that
+        # span tokens still add up to the decoded string.
+        texts: list[str] = []
+        prev = ""
+        for k in range(len(ids_list)):
+            cur = str(tok.decode(ids_list[: k + 1], skip_special_tokens=True))
+            texts.append(cur[len(prev) :])
+            prev = cur
+        text = prev
+        for s in req.stop:
+            cut = text.find(s)
+            if cut >= 0:
+                text, finish = text[:cut], "stop"
+        tokens = None
+        if req.logprobs:
+            kept, pos = [], 0
+            k_top = max(req.top_logprobs, 1)
+            for k, piece in enumerate(texts):
+                if pos >= len(text):
+                    break
+                row = logprobs[k]
+                top_v, top_i = row.topk(k_top)
+                alts = tuple((str(tok.decode([int(j)])), float(v)) for v, j in zip(top_v, top_i, strict=True))
+                kept.append(TokenLogprob(piece, float(row[ids_list[k]]), alts))
+                pos += len(piece)
+            tokens = tuple(kept)
+        usage = Usage(prompt_tokens=n_prompt, completion_tokens=len(ids_list))
+        return GenerateResult(text, self.model, usage, tokens, finish)

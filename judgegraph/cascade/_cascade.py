@@ -1,0 +1,433 @@
+"""Cascades: a cheap judge answers first and hands the doubtful items up.
+
+Escalation policies are small pydantic models, so a policy chosen by the
+planner or by calibration can be stored, printed and reloaded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, TypeAlias
+
+from langchain_core.runnables import RunnableConfig
+from pydantic import BaseModel, Field
+
+from judgegraph.backends import Backend
+from judgegraph.judges import (
+    CompositeJudge,
+    Judge,
+    JudgeInputError,
+    Result,
+    arun_part,
+    context_from_config,
+    cost_of,
+    judge_name,
+    latency_of,
+    run_sync,
+    verdict_text,
+)
+from judgegraph.rules import combine_provenance
+from judgegraph.types import FrozenModel, PairwiseInput, PairwiseVerdict, PointwiseScore, Provenance, Status, TierRecord
+
+__all__ = [
+    "Abstain",
+    "Budget",
+    "CascadeJudge",
+    "EscalationPolicy",
+    "LowConfidence",
+    "ScoreMargin",
+    "SwapInconsistency",
+    "Tier",
+    "certainty",
+    "create_cascade_judge",
+    "decide_tier",
+    "score_margin",
+]
+
+
+def certainty(result: Result, measure: Literal["probability", "entropy"] = "probability") -> float | None:
+    """How sure a result is, in [0, 1]; None when the judge did not say.
+
+    ``probability`` is the result's own ``confidence`` (token probability of
+    the verdict, swap agreement, or jury agreement). ``entropy`` is
+    1 - H(distribution) / log(K) over the K outcomes the distribution names.
+    """
+    if measure == "probability":
+        return result.confidence
+    dist = result.distribution
+    if not dist or len(dist) < 2:
+        return None
+    total = sum(dist.values())
+    if total <= 0:
+        return None
+    h = -sum((p / total) * math.log(p / total) for p in dist.values() if p > 0)
+    return max(0.0, 1.0 - h / math.log(len(dist)))
+
+
+def score_margin(result: Result) -> float | None:
+    """|score_a - score_b| for a pairwise verdict; the gap between the two
+    most likely scores for a pointwise one. None when not available."""
+    if isinstance(result, PairwiseVerdict):
+        if result.score_a is None or result.score_b is None:
+            return None
+        return abs(result.score_a - result.score_b)
+    if not result.distribution or len(result.distribution) < 2:
+        return None
+    top = sorted(result.distribution.values(), reverse=True)
+    return top[0] - top[1]
+
+
+class LowConfidence(FrozenModel):
+    """Escalate when certainty is below ``threshold`` (missing certainty escalates too)."""
+
+    kind: Literal["low_confidence"] = "low_confidence"
+    threshold: float = Field(ge=0, le=1)
+    measure: Literal["probability", "entropy"] = "probability"
+
+    def check(self, r: Result) -> tuple[bool, str]:
+        c = certainty(r, self.measure)
+        what = "confidence" if self.measure == "probability" else "certainty (1 - normalised entropy)"
+        if c is None:
+            return True, f"no {what} to compare with {self.threshold:g}"
+        if c < self.threshold:
+            return True, f"{what} {c:.3g} < {self.threshold:g}"
+        return False, f"{what} {c:.3g} >= {self.threshold:g}"
+
+
+class SwapInconsistency(FrozenModel):
+    """Escalate pairwise verdicts whose two answer orders disagree."""
+
+    kind: Literal["swap_inconsistency"] = "swap_inconsistency"
+
+    def check(self, r: Result) -> tuple[bool, str]:
+        if not isinstance(r, PairwiseVerdict):
+            return True, "not a pairwise verdict: swap consistency unknown"
+        if len(r.orders) < 2 and not r.inconsistent:
+            return True, "judged in one order only: swap consistency unknown"
+        if r.inconsistent:
+            return True, "the two answer orders disagree"
+        return False, "both answer orders agree"
+
+
+class ScoreMargin(FrozenModel):
+    """Escalate when the score margin (see :func:`score_margin`) is below ``min_margin``."""
+
+    kind: Literal["score_margin"] = "score_margin"
+    min_margin: float = Field(ge=0)
+
+    def check(self, r: Result) -> tuple[bool, str]:
+        m = score_margin(r)
+        if m is None:
+            return True, f"no score margin to compare with {self.min_margin:g}"
+        if m < self.min_margin:
+            return True, f"score margin {m:.3g} < {self.min_margin:g}"
+        return False, f"score margin {m:.3g} >= {self.min_margin:g}"
+
+
+class Budget(FrozenModel):
+    """Escalate the ``fraction`` least sure items of each batch that reaches the tier.
+
+    It needs a batch (``ajudge_many`` or a batch node). The count is
+    ``floor(fraction * batch size)``, so it never exceeds the budget; equally
+    sure items are taken in input order. Failed items always escalate and
+    use up the budget first; only when they alone exceed it does the tier
+    send more than ``fraction``.
+    """
+
+    kind: Literal["budget"] = "budget"
+    fraction: float = Field(ge=0, le=1)
+    rank_by: Literal["confidence", "entropy", "margin"] = "confidence"
+
+    def key(self, r: Result) -> float:
+        if self.rank_by == "margin":
+            v = score_margin(r)
+        else:
+            v = certainty(r, "probability" if self.rank_by == "confidence" else "entropy")
+        return -math.inf if v is None else v
+
+
+class Abstain(FrozenModel):
+    """Escalate everything: the tier is not trusted on its own (e.g. no calibrated threshold qualified)."""
+
+    kind: Literal["abstain"] = "abstain"
+    reason: str = "the tier abstains"
+
+    def check(self, r: Result) -> tuple[bool, str]:
+        return True, self.reason
+
+
+EscalationPolicy: TypeAlias = Annotated[
+    LowConfidence | SwapInconsistency | ScoreMargin | Budget | Abstain, Field(discriminator="kind")
+]
+_ItemPolicy: TypeAlias = LowConfidence | SwapInconsistency | ScoreMargin | Abstain
+
+
+def decide_tier(answers: Sequence[Result | str], policies: Sequence[EscalationPolicy]) -> list[tuple[bool, str]]:
+    """(escalate?, why) for each answer of one tier's batch.
+
+    A failed answer (a result that is not ok, or the text of a crash) always
+    escalates. Otherwise an item escalates when any policy fires.
+    """
+    out: list[tuple[bool, list[str], list[str]]] = []
+    for a in answers:
+        if isinstance(a, str):
+            out.append((True, [f"failed: {a}"], []))
+        elif not a.ok:
+            out.append((True, [f"failed ({a.status.value}): {a.reason}"], []))
+        else:
+            fired: list[str] = []
+            kept: list[str] = []
+            for p in policies:
+                if isinstance(p, Budget):
+                    continue
+                hit, why = p.check(a)
+                (fired if hit else kept).append(why)
+            out.append((bool(fired), fired, kept))
+    for p in policies:
+        if not isinstance(p, Budget):
+            continue
+        ok = {i: a for i, a in enumerate(answers) if not isinstance(a, str) and a.ok}
+        ok_idx = list(ok)
+        failed = len(answers) - len(ok_idx)
+        take = max(0, math.floor(p.fraction * len(answers) + 1e-9) - failed)
+        ranked = sorted(ok_idx, key=lambda i: (p.key(ok[i]), i))
+        rank = {i: failed + r + 1 for r, i in enumerate(ranked)}  # failed items rank first
+        chosen = set(ranked[:take])
+        pct = f"{p.fraction:.0%}"
+        for i in ok_idx:
+            esc, fired, kept = out[i]
+            where = f"rank {rank[i]} of {len(answers)} by {p.rank_by}"
+            if i in chosen:
+                out[i] = (True, [*fired, f"among the {pct} least sure of the batch ({where})"], kept)
+            else:
+                out[i] = (esc, fired, [*kept, f"outside the {pct} least sure of the batch ({where})"])
+    return [(esc, "; ".join(fired) if esc else ("; ".join(kept) or "no escalation rule")) for esc, fired, kept in out]
+
+
+@dataclass(frozen=True)
+class Tier:
+    """A judge in a cascade and the rules that send its items further up."""
+
+    judge: Judge[Any, Any]
+    escalate: tuple[EscalationPolicy, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.judge, Judge):
+            raise TypeError(f"Tier.judge must be a judge, got {type(self.judge).__name__}")
+        given: Any = self.escalate  # a single policy is accepted too
+        object.__setattr__(self, "escalate", (given,) if isinstance(given, BaseModel) else tuple(given))
+        for i, p in enumerate(self.escalate):
+            if not isinstance(p, LowConfidence | SwapInconsistency | ScoreMargin | Budget | Abstain):
+                raise TypeError(f"Tier({judge_name(self.judge)}).escalate[{i}] is not an escalation policy: {p!r}")
+            if isinstance(p, SwapInconsistency) and not issubclass(self.judge.input_model, PairwiseInput):
+                raise ValueError(f"Tier({judge_name(self.judge)}): swap inconsistency needs a pairwise judge")
+
+    @property
+    def needs_batch(self) -> bool:
+        return any(isinstance(p, Budget) for p in self.escalate)
+
+
+class CascadeJudge(CompositeJudge):
+    """Tiers in order of cost; each item stops at the first tier trusted with it.
+
+    A tier's item goes up when the tier fails on it or any of its escalation
+    policies fires. The last tier decides whatever reaches it, unless
+    ``abstain=True``: then its own policies apply, and an item no tier is
+    trusted with comes back failed with reason ``abstained: ...``.
+
+    When the last tier fails on an item, ``on_last_failure="error"`` returns
+    that failure; ``"fallback"`` returns the latest ok verdict from a lower
+    tier instead (its tier record says so).
+
+    Every result lists in ``tiers`` what each tier answered, whether it
+    decided or escalated and why, and its cost and latency.
+    ``provenance.cost_usd`` is the sum over the tiers the item went through
+    (None when any of them is unpriced); ``latency_s`` is their sum too.
+    """
+
+    def __init__(
+        self,
+        tiers: Sequence[Tier | Judge[Any, Any]],
+        *,
+        escalate: EscalationPolicy | Sequence[EscalationPolicy] | None = None,
+        abstain: bool = False,
+        on_last_failure: Literal["error", "fallback"] = "error",
+        name: str | None = None,
+    ) -> None:
+        if len(tiers) < 1:
+            raise ValueError("tiers must not be empty")
+        default: tuple[EscalationPolicy, ...] = ()
+        if escalate is not None:
+            default = (escalate,) if isinstance(escalate, BaseModel) else tuple(escalate)
+        built: list[Tier] = []
+        for i, t in enumerate(tiers):
+            if isinstance(t, Tier):
+                built.append(t)
+            elif isinstance(t, Judge):
+                is_last = i == len(tiers) - 1
+                built.append(Tier(t, () if is_last and not abstain else default))
+            else:
+                raise TypeError(f"tiers[{i}] is a {type(t).__name__}, not a judge or Tier")
+        if built[-1].escalate and not abstain:
+            raise ValueError("the last tier decides everything it gets; its policies only apply with abstain=True")
+        if on_last_failure not in ("error", "fallback"):
+            raise ValueError(f"on_last_failure must be 'error' or 'fallback', got {on_last_failure!r}")
+        super().__init__([t.judge for t in built], name=name or "cascade", what="tiers")
+        self.tiers = built
+        self.abstain = abstain
+        self.on_last_failure = on_last_failure
+
+    @property
+    def needs_batch(self) -> bool:
+        return any(t.needs_batch for t in self.tiers)
+
+    async def ajudge(self, value: Any, *, backend: Backend | None = None, context: Any = None) -> Any:
+        if self.needs_batch:
+            raise ValueError(
+                f"{self.name}: a budget policy ranks a batch, so judge with ajudge_many "
+                "(or create_batch_judge_node), not one item at a time"
+            )
+        return await super().ajudge(value, backend=backend, context=context)
+
+    async def abatch(
+        self,
+        inputs: list[Any],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any | None,
+    ) -> list[Any]:
+        """The whole list is one batch, so budget policies rank across it."""
+        cfg = config[0] if isinstance(config, list) and config else config
+        context = context_from_config(cfg) if isinstance(cfg, dict) else None
+        out = await self.ajudge_many(inputs, context=context)
+        if not return_exceptions:
+            for r in out:
+                if isinstance(r, JudgeInputError):
+                    raise r
+        return out
+
+    def batch(
+        self,
+        inputs: list[Any],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any | None,
+    ) -> list[Any]:
+        return run_sync(self.abatch(inputs, config, return_exceptions=return_exceptions))
+
+    # ------------------------------------------------------------ internals
+
+    async def _run(self, items: list[Any], *, context: Any, max_concurrency: int) -> list[Result]:
+        n = len(items)
+        records: list[list[TierRecord]] = [[] for _ in range(n)]
+        answers: list[list[Result | str]] = [[] for _ in range(n)]
+        final: list[Result | None] = [None] * n
+        active = list(range(n))
+        last = len(self.tiers) - 1
+        for t, tier in enumerate(self.tiers):
+            if not active:
+                break
+            batch = [items[i] for i in active]
+            got = await arun_part(tier.judge, batch, context=context, max_concurrency=max_concurrency)
+            policies = tier.escalate if (t < last or self.abstain) else ()
+            decisions = decide_tier(got, policies)
+            moving: list[int] = []
+            for i, a, (esc, why) in zip(active, got, decisions, strict=True):
+                answers[i].append(a)
+                usable = not isinstance(a, str) and a.ok
+                decided = usable and (not esc or (t == last and not self.abstain))
+                if t == last and not self.abstain and usable:
+                    why = "last tier"
+                records[i].append(self._record(t, tier, a, decided=decided, reason=why))
+                if decided and not isinstance(a, str):
+                    final[i] = a
+                elif t < last:
+                    moving.append(i)
+            active = moving
+        return [self._finish(items[i], final[i], answers[i], records[i]) for i in range(n)]
+
+    def _record(self, t: int, tier: Tier, a: Result | str, *, decided: bool, reason: str) -> TierRecord:
+        if isinstance(a, str):
+            return TierRecord(tier=t, judge=judge_name(tier.judge), status=Status.ERROR, decided=False, reason=reason)
+        return TierRecord(
+            tier=t,
+            judge=judge_name(tier.judge),
+            status=a.status,
+            decided=decided,
+            reason=reason,
+            verdict=verdict_text(a),
+            confidence=a.confidence,
+            cost_usd=cost_of(a),
+            latency_s=latency_of(a),
+        )
+
+    def _finish(
+        self, item: Any, chosen: Result | None, answers: list[Result | str], records: list[TierRecord]
+    ) -> Result:
+        results = [a for a in answers if not isinstance(a, str)]
+        if chosen is None and self.on_last_failure == "fallback":
+            earlier = [(k, a) for k, a in enumerate(results) if a.ok]  # the last tier failed, so all lower
+            if earlier and not self._abstained(records):
+                _, chosen = earlier[-1]
+                tier_idx = next(j for j, a in enumerate(answers) if a is chosen)
+                rec = records[tier_idx]
+                records[tier_idx] = rec.model_copy(
+                    update={"decided": True, "reason": f"{rec.reason}; used as fallback: the last tier failed"}
+                )
+        if chosen is not None:
+            return chosen.model_copy(update={"tiers": tuple(records), "provenance": self._prov(chosen, results)})
+        # No usable verdict: say why, in the shape of the judged item.
+        last = answers[-1]
+        if self._abstained(records):
+            status, reason = Status.ERROR, f"abstained: {records[-1].reason}"
+        elif isinstance(last, str):
+            status, reason = Status.ERROR, f"tier {len(answers) - 1} ({records[-1].judge}) failed: {last}"
+        else:
+            status, reason = last.status, f"tier {len(answers) - 1} ({records[-1].judge}) failed: {last.reason}"
+        prov = self._prov(None, results, status=status)
+        if issubclass(self.input_model, PairwiseInput):
+            return PairwiseVerdict(status=status, reason=reason, tiers=tuple(records), provenance=prov)
+        scale = next((a.scale for a in reversed(results) if isinstance(a, PointwiseScore)), None)
+        if scale is None:
+            scale = getattr(self.tiers[len(answers) - 1].judge, "scale", None) or (1, 5)
+        return PointwiseScore(status=status, scale=scale, reason=reason, tiers=tuple(records), provenance=prov)
+
+    def _abstained(self, records: list[TierRecord]) -> bool:
+        r = records[-1]
+        return self.abstain and r.tier == len(self.tiers) - 1 and r.status is Status.OK and not r.decided
+
+    def _prov(self, chosen: Result | None, results: list[Result], *, status: Status | None = None) -> Provenance:
+        base = chosen.provenance if chosen is not None else None
+        prov = combine_provenance(
+            [r.provenance for r in results],
+            status=status if status is not None else (chosen.status if chosen is not None else Status.ERROR),
+            timing="sequential",  # tiers run one after another
+            judge=judge_name(self),
+            backend=base.backend if base else "cascade",
+            model=base.model if base else "+".join(r.provenance.model for r in results if r.provenance) or "cascade",
+            template_id=base.template_id if base else "cascade",
+            template_version=base.template_version if base else 1,
+        )
+        assert prov is not None  # the identity is given, so there is always one
+        return prov
+
+    def _set_parts(self, parts: list[Judge[Any, Any]]) -> None:
+        super()._set_parts(parts)
+        self.tiers = [Tier(p, t.escalate) for p, t in zip(parts, self.tiers, strict=True)]
+
+
+def create_cascade_judge(
+    tiers: Sequence[Tier | Judge[Any, Any]],
+    *,
+    escalate: EscalationPolicy | Sequence[EscalationPolicy] | None = None,
+    abstain: bool = False,
+    on_last_failure: Literal["error", "fallback"] = "error",
+    name: str | None = None,
+) -> CascadeJudge:
+    """A cascade over ``tiers`` (cheapest first). ``escalate`` applies to every
+    tier given as a bare judge, except the last."""
+    return CascadeJudge(tiers, escalate=escalate, abstain=abstain, on_last_failure=on_last_failure, name=name)

@@ -1,0 +1,372 @@
+"""``judgegraph eval`` and ``judgegraph report``.
+
+``eval_command`` and ``report_command`` are plain typer command functions;
+``app`` bundles them for ``python -m judgegraph.jobs.cli``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+__all__ = ["app", "eval_command", "report_command"]
+
+DEFAULT_STORE = "judgegraph.db"
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Batch evaluation jobs and their reports.")
+
+
+class _RateColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:,.1f} it/s" if speed else "-- it/s", style="progress.data.speed")
+
+
+class _CostColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        f = task.fields
+        cost = f.get("cost")
+        text = f"${cost:,.4f}" if cost else f"{f.get('tokens', 0):,} tok"
+        return Text(text, style="green")
+
+
+class _ErrorColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        f = task.fields
+        n = f.get("failed", 0) + f.get("invalid", 0)
+        return Text(
+            f"{f.get('failed', 0)} failed, {f.get('invalid', 0)} invalid", style="red" if n else "progress.data"
+        )
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        _RateColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TimeElapsedColumn(),
+        _CostColumn(),
+        _ErrorColumn(),
+        console=console,
+        refresh_per_second=4,
+    )
+
+
+def _parse_pairs(values: list[str] | None, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in values or []:
+        key, sep, val = v.partition("=")
+        if not sep or not key.strip() or not val.strip():
+            raise typer.BadParameter(f"expected FIELD=VALUE, got {v!r}", param_hint=what)
+        out[key.strip()] = val.strip()
+    return out
+
+
+def _load_spec_file(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            raise typer.BadParameter("reading YAML needs PyYAML; use a JSON spec", param_hint="--spec") from None
+        data = yaml.safe_load(text)
+    else:
+        data = json.loads(text)
+    if not isinstance(data, dict):
+        raise typer.BadParameter("a job spec is a JSON object", param_hint="--spec")
+    return data
+
+
+def _fail(console: Console, message: str, code: int = 2) -> typer.Exit:
+    # Escaped: rich would read "[ray]" in "pip install 'judgegraph[ray]'" as markup and drop it.
+    console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+# Exit codes: 0 every row judged ok (or failures allowed); 1 some rows failed or were
+# invalid; 2 bad usage, input or configuration; 3 the store could not be written.
+EXIT_ROWS_FAILED = 1
+EXIT_STORE = 3
+
+
+def eval_command(
+    source: Annotated[list[str] | None, typer.Argument(help="Input files, directories or globs.")] = None,
+    spec_file: Annotated[Path | None, typer.Option("--spec", help="A JobSpec as JSON (or YAML).")] = None,
+    kind: Annotated[str, typer.Option(help="pairwise, pointwise, multiturn or rubric.")] = "pairwise",
+    fmt: Annotated[str, typer.Option("--format", help="auto jsonl json csv tsv parquet langsmith otel")] = "auto",
+    mapping: Annotated[list[str] | None, typer.Option("--map", help="FIELD=PATH, e.g. response_a=outputs.0")] = None,
+    label: Annotated[str | None, typer.Option(help="Path of the human label in each record.")] = None,
+    label_map: Annotated[list[str] | None, typer.Option("--label-map", help="RAW=A|B|tie or RAW=number")] = None,
+    category: Annotated[str | None, typer.Option(help="Path of a grouping field for the report.")] = None,
+    item_id: Annotated[str | None, typer.Option("--id", help="Path of a stable item id.")] = None,
+    model: Annotated[str | None, typer.Option(help="Judge model name.")] = None,
+    backend: Annotated[str, typer.Option(help="openai (any OpenAI-compatible server) or tgi.")] = "openai",
+    base_url: Annotated[str | None, typer.Option(help="Server URL, e.g. http://localhost:8000/v1")] = None,
+    api_key_env: Annotated[str, typer.Option(help="Environment variable holding the API key.")] = "OPENAI_API_KEY",
+    template: Annotated[str | None, typer.Option(help="Prompt template id.")] = None,
+    swap: Annotated[str | None, typer.Option(help="Pairwise position swap: both or single.")] = None,
+    mode: Annotated[str, typer.Option(help="multiturn: conversation or turn.")] = "conversation",
+    criteria: Annotated[Path | None, typer.Option(help="rubric: a JSON list of criteria.")] = None,
+    no_structured: Annotated[bool, typer.Option("--no-structured", help="Ask for free text, not JSON.")] = False,
+    price_in: Annotated[float | None, typer.Option(help="USD per million input tokens.")] = None,
+    price_out: Annotated[float | None, typer.Option(help="USD per million output tokens.")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Items in flight.")] = None,
+    rpm: Annotated[float | None, typer.Option(help="Requests per minute cap.")] = None,
+    tpm: Annotated[float | None, typer.Option(help="Tokens per minute cap.")] = None,
+    max_attempts: Annotated[int, typer.Option(help="Attempts per request (retries + 1).")] = 4,
+    timeout: Annotated[float, typer.Option(help="Seconds per attempt.")] = 60.0,
+    store: Annotated[Path, typer.Option(help="SQLite result store.", envvar="JUDGEGRAPH_STORE")] = Path(DEFAULT_STORE),
+    store_timeout: Annotated[
+        float, typer.Option(help="Seconds a commit waits for another writer's lock before it is retried.")
+    ] = 30.0,
+    run_id: Annotated[str | None, typer.Option(help="Run name (default: from source and judge config).")] = None,
+    rerun_failed: Annotated[bool, typer.Option("--rerun-failed", help="Judge unparsed/error items again.")] = False,
+    engine: Annotated[str, typer.Option(help="local or ray.")] = "local",
+    ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (ray engine).")] = None,
+    ray_actors: Annotated[int, typer.Option(help="Judge actors (ray engine).")] = 2,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+    allow_failures: Annotated[
+        bool, typer.Option("--allow-failures", help="Exit 0 even when rows are unparsed, errored or invalid.")
+    ] = False,
+) -> None:
+    """Judge every item of a source and store the results; rerun to resume.
+
+    Exits 0 when every row was judged ok, 1 when any row is unparsed, errored
+    or invalid (unless --allow-failures), 2 on bad usage or configuration and
+    3 when the store could not be written."""
+    from judgegraph.types import Pricing
+
+    from . import JobSpec
+    from ._recorder import JobProgress
+    from ._runner import arun_spec
+    from ._store import Store
+    from ._store_guard import StoreCommitError, StoreError
+
+    console = Console(stderr=True)
+    try:
+        if spec_file is not None:
+            data = _load_spec_file(spec_file)
+            if source:
+                data.setdefault("source", {})["path"] = list(source)
+            if concurrency is not None:
+                data.setdefault("limits", {})["concurrency"] = concurrency
+            spec = JobSpec.model_validate(data)
+        else:
+            if not source:
+                raise _fail(console, "give input files, or --spec")
+            if model is None:
+                raise _fail(console, "--model is required (or use --spec)")
+            pricing = None
+            if price_in is not None or price_out is not None:
+                pricing = Pricing(input_per_mtok=price_in or 0.0, output_per_mtok=price_out or 0.0)
+            crit = json.loads(criteria.read_text(encoding="utf-8")) if criteria is not None else None
+            data = {
+                "source": {
+                    "path": list(source),
+                    "format": fmt,
+                    "fields": _parse_pairs(mapping, "--map"),
+                    "label": label,
+                    "label_map": _parse_pairs(label_map, "--label-map") or None,
+                    "category": category,
+                    "id": item_id,
+                },
+                "judge": {
+                    "kind": kind,
+                    "template": template,
+                    "swap": {"mode": swap} if swap else None,
+                    "mode": mode,
+                    "criteria": crit,
+                    "structured": False if no_structured else None,
+                },
+                "backend": {
+                    "kind": backend,
+                    "model": model,
+                    "base_url": base_url,
+                    "api_key_env": api_key_env,
+                    "max_attempts": max_attempts,
+                    "timeout_s": timeout,
+                    "pricing": pricing.model_dump() if pricing else None,
+                    "structured_output": not no_structured,
+                },
+                "limits": {"concurrency": concurrency or 32, "rpm": rpm, "tpm": tpm},
+            }
+            spec = JobSpec.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise _fail(console, f"invalid job: {problems}") from None
+    except (ValueError, OSError) as exc:
+        raise _fail(console, str(exc)) from None
+    except Exception as exc:  # a YAML syntax error, and the like: one line, not a traceback
+        raise _fail(console, f"{spec_file}: {type(exc).__name__}: {exc}") from None
+
+    bar = _progress(console) if progress else None
+    task_id = None
+
+    def on_progress(p: JobProgress) -> None:
+        if bar is not None and task_id is not None:
+            bar.update(
+                task_id,
+                completed=p.done,
+                total=p.total,
+                cost=p.cost_usd,
+                tokens=p.tokens,
+                failed=p.failed,
+                invalid=p.invalid,
+            )
+
+    try:
+        if bar is not None:
+            bar.start()
+            task_id = bar.add_task("judging", total=None, cost=0.0, tokens=0, failed=0, invalid=0)
+        if engine not in ("local", "ray"):
+            raise _fail(console, f"--engine must be local or ray, not {engine!r}")
+        st = Store(store, busy_timeout_s=store_timeout)
+        try:
+            if engine == "local":
+                summary = asyncio.run(
+                    arun_spec(spec, store=st, run_id=run_id, rerun_failed=rerun_failed, progress=on_progress)
+                )
+            else:
+                from ._ray import run_spec_ray
+
+                summary = run_spec_ray(
+                    spec,
+                    store=st,
+                    run_id=run_id,
+                    rerun_failed=rerun_failed,
+                    progress=on_progress,
+                    actors=ray_actors,
+                    address=ray_address,
+                )
+        except BaseException as exc:
+            try:
+                st.close()  # one more try at what is buffered
+            except StoreCommitError as late:
+                raise StoreCommitError(
+                    f"{store}: the store refused commits ({late.reason}); {late.pending} judged results are "
+                    "not saved: run the same command again to judge them and the rest",
+                    pending=late.pending,
+                    reason=late.reason,
+                ) from exc
+            if isinstance(exc, StoreCommitError) and exc.pending:
+                raise StoreCommitError(
+                    f"{store}: the job stopped, the store refused commits ({exc.reason}); everything judged "
+                    "is saved now: run the same command again to judge the rest",
+                    pending=0,
+                    reason=exc.reason,
+                ) from None
+            raise
+        st.close()
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.stop()
+        console.print("[yellow]interrupted[/yellow]: finished items are saved; run the same command to resume.")
+        raise typer.Exit(130) from None
+    except StoreCommitError as exc:
+        if bar is not None:
+            bar.stop()
+        raise _fail(console, str(exc), EXIT_STORE) from None
+    except (StoreError, sqlite3.Error) as exc:
+        if bar is not None:
+            bar.stop()
+        where = "" if isinstance(exc, StoreError) else f"{store}: "
+        raise _fail(console, f"{where}{exc}", EXIT_STORE if isinstance(exc, sqlite3.Error) else 2) from None
+    except (ValueError, OSError, KeyError, ImportError) as exc:
+        if bar is not None:
+            bar.stop()
+        raise _fail(console, str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)) from None
+    if bar is not None:
+        bar.stop()
+
+    if as_json:
+        sys.stdout.write(summary.model_dump_json(indent=2) + "\n")
+        if not allow_failures and (summary.unparsed or summary.errors or summary.invalid):
+            raise typer.Exit(EXIT_ROWS_FAILED)
+    else:
+        s = summary
+        console.print(
+            f"run [bold]{s.run_id}[/bold] in {s.store}: {s.rows} rows, {s.judged} judged now, "
+            f"{s.cached} already done; ok {s.ok}, unparsed {s.unparsed}, error {s.errors}, invalid {s.invalid}; "
+            f"cost {_cost(s.cost_usd)} ({s.tokens:,} tokens)",
+            highlight=False,
+        )
+        for p in s.problems[:20]:
+            console.print(f"  [red]•[/red] {escape(p)}", highlight=False)
+        if s.problems_total > 20:
+            console.print(f"  … and {s.problems_total - 20} more (see the report)")
+        console.print(f"report: judgegraph report {escape(s.run_id)} --store {escape(s.store)}", highlight=False)
+        failed = s.unparsed + s.errors + s.invalid
+        if failed and not allow_failures:
+            console.print(
+                f"[red]{failed} of {s.rows} rows failed or were invalid[/red]: exit code {EXIT_ROWS_FAILED} "
+                "(--allow-failures to exit 0)"
+            )
+            raise typer.Exit(EXIT_ROWS_FAILED)
+
+
+def _cost(usd: float | None) -> str:
+    return "unpriced" if usd is None else f"${usd:.4f}"
+
+
+def report_command(
+    run: Annotated[str, typer.Argument(help="Run id (see `judgegraph eval` output).")],
+    store: Annotated[Path, typer.Option(help="SQLite result store.", envvar="JUDGEGRAPH_STORE")] = Path(DEFAULT_STORE),
+    out: Annotated[Path | None, typer.Option(help="Output folder (default: report-RUN).")] = None,
+) -> None:
+    """Write an HTML report with plots, and JSON and Markdown summaries."""
+    from ._report import write_report
+    from ._store import Store
+    from ._store_guard import StoreError
+
+    console = Console(stderr=True)
+    if not store.exists():
+        raise _fail(console, f"no store at {store}")
+    try:
+        # Read-only: a report changes nothing, and works on a store the user may not write.
+        with Store(store, read_only=True) as st:
+            paths = write_report(st, run, out or Path(f"report-{run}"))
+    except KeyError as exc:
+        raise _fail(console, str(exc.args[0]) if exc.args else str(exc)) from None
+    except StoreError as exc:
+        raise _fail(console, str(exc)) from None
+    except sqlite3.Error as exc:
+        raise _fail(console, f"{store}: cannot read the result store: {exc}") from None
+    except ImportError as exc:
+        raise _fail(console, str(exc)) from None
+    for kind, p in paths.items():
+        console.print(f"{kind}: {p}")
+
+
+app.command("eval")(eval_command)
+app.command("report")(report_command)
+
+if __name__ == "__main__":  # pragma: no cover
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    app()

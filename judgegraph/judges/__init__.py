@@ -1,0 +1,94 @@
+"""Judges: the plain :class:`Judge` API, model-backed judges, composites,
+replays and LangGraph nodes.
+
+- :class:`Judge`: what every judge is (input model, name, ``ajudge``,
+  ``ajudge_many``, the Runnable bridge, the runtime-context lookup).
+- :class:`ModelJudge`: a judge that asks a model through a template and a
+  backend (``PointwiseJudge``, ``PairwiseJudge``, ``RubricJudge``, ``MultiTurnJudge``).
+- :class:`CompositeJudge`: a judge made of judges (ensembles here, cascades in
+  :mod:`judgegraph.cascade`), with the helpers composites share.
+"""
+
+from __future__ import annotations
+
+from ._base import (
+    CONTEXT_CONFIG_KEY,
+    Judge,
+    JudgeInputError,
+    coerce_input,
+    context_from_config,
+    find_in_context,
+    run_sync,
+    worst,
+)
+from ._composite import (
+    CompositeJudge,
+    Result,
+    arun_part,
+    cost_of,
+    judge_name,
+    latency_of,
+    sum_usage,
+    verdict_text,
+)
+from ._ensemble import Aggregation, EnsembleJudge, create_ensemble_judge
+from ._model import BaseJudge, ModelJudge, Outcome
+from ._node import create_batch_judge_node, create_judge_node
+from ._pairwise import PairwiseJudge, create_pairwise_judge
+from ._pointwise import MultiTurnJudge, PointwiseJudge, create_multiturn_judge, create_pointwise_judge
+from ._replay import (
+    LLMBarReplay,
+    ReplayJudge,
+    VerdictRecord,
+    arecord_verdicts,
+    create_replay_judge,
+    item_key,
+    llmbar_replay,
+    read_verdicts,
+    write_verdicts,
+)
+from ._rubric import RubricJudge, create_rubric_judge
+
+__all__ = [
+    "CONTEXT_CONFIG_KEY",
+    "Aggregation",
+    "BaseJudge",
+    "CompositeJudge",
+    "EnsembleJudge",
+    "Judge",
+    "JudgeInputError",
+    "LLMBarReplay",
+    "ModelJudge",
+    "MultiTurnJudge",
+    "Outcome",
+    "PairwiseJudge",
+    "PointwiseJudge",
+    "ReplayJudge",
+    "Result",
+    "RubricJudge",
+    "VerdictRecord",
+    "arecord_verdicts",
+    "arun_part",
+    "coerce_input",
+    "context_from_config",
+    "cost_of",
+    "create_batch_judge_node",
+    "create_ensemble_judge",
+    "create_judge_node",
+    "create_multiturn_judge",
+    "create_pairwise_judge",
+    "create_pointwise_judge",
+    "create_replay_judge",
+    "create_rubric_judge",
+    "find_in_context",
+    "item_key",
+    "judge_name",
+    "latency_of",
+    "llmbar_replay",
+    "read_verdicts",
+    "run_sync",
+    "sum_usage",
+    "verdict_text",
+    "worst",
+    "write_verdicts",
+]

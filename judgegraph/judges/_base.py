@@ -1,0 +1,177 @@
+"""The API every judge has: an input model, a name, ``ajudge``/``ajudge_many``,
+the Runnable bridge and the one way to find things in a runtime context.
+
+Nothing here calls a model: :class:`~judgegraph.judges.ModelJudge` adds that.
+Composites, cascades, replays and classifier judges are plain judges.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+from langchain_core.runnables import Runnable, RunnableConfig
+from pydantic import BaseModel, ValidationError
+
+from judgegraph.backends import Backend
+from judgegraph.types import JudgeInputError
+from judgegraph.types import worst_status as worst
+
+__all__ = [
+    "CONTEXT_CONFIG_KEY",
+    "Judge",
+    "JudgeInputError",
+    "coerce_input",
+    "context_from_config",
+    "find_in_context",
+    "run_sync",
+    "worst",
+]
+
+InT = TypeVar("InT", bound=BaseModel)
+OutT = TypeVar("OutT", bound=BaseModel)
+T = TypeVar("T")
+
+CONTEXT_CONFIG_KEY = "judge_context"
+"""Where a Runnable-style call (``invoke``/``ainvoke``/``batch``) carries the
+runtime context: ``config={"configurable": {"judge_context": {...}}}``."""
+
+
+def coerce_input(model: type[InT], value: Any, *, where: str = "") -> InT:
+    """``value`` as ``model``, or a :class:`JudgeInputError` naming each bad field."""
+    if isinstance(value, model):
+        return value
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    if not isinstance(value, Mapping):
+        raise JudgeInputError(f"{where}expected a {model.__name__} or a mapping, got {type(value).__name__}")
+    try:
+        return model.model_validate(dict(value))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(input)'}: {err['msg'].removeprefix('Value error, ')}"
+            for err in exc.errors()
+        )
+        raise JudgeInputError(f"{where}invalid {model.__name__}: {problems}") from None
+
+
+def find_in_context(context: Any, key: str) -> Any:
+    """``context[key]`` for a mapping, ``context.key`` for an object, else None."""
+    if context is None:
+        return None
+    if isinstance(context, Mapping):
+        return context.get(key)
+    return getattr(context, key, None)
+
+
+def context_from_config(config: RunnableConfig | None) -> Any:
+    """The runtime context a Runnable-style call carries in its config."""
+    return ((config or {}).get("configurable") or {}).get(CONTEXT_CONFIG_KEY)
+
+
+def run_sync(coro: Awaitable[T]) -> T:
+    """Run a coroutine from sync code, also when a loop is already running here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)  # type: ignore[arg-type]
+    # Called from inside a running loop: run on a private loop in a thread.
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()  # type: ignore[arg-type]
+
+
+class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
+    """What every judge is: give it an input, get a result with a status.
+
+    Subclasses set ``input_model`` and ``name`` and implement
+    :meth:`_ajudge_item`. Invalid input raises :class:`JudgeInputError`;
+    every model-side failure comes back as a result whose status says so.
+    Things a judge needs at run time (backends, scorers) may live in the
+    runtime ``context`` under a key, so clients live in context, not in state.
+    """
+
+    input_model: type[InT]
+    name: str
+
+    # ------------------------------------------------------------ public API
+
+    async def ajudge(
+        self, value: InT | Mapping[str, Any], *, backend: Backend | None = None, context: Any = None
+    ) -> OutT:
+        """Judge one input."""
+        self._refuse_backend(backend)
+        item = coerce_input(self.input_model, value)
+        self.check_context(context)
+        return await self._ajudge_item(item, context)
+
+    async def ajudge_many(
+        self,
+        values: Sequence[InT | Mapping[str, Any]],
+        *,
+        max_concurrency: int = 16,
+        backend: Backend | None = None,
+        context: Any = None,
+    ) -> list[OutT | JudgeInputError]:
+        """Judge many inputs concurrently, in input order. A malformed item
+        yields its :class:`JudgeInputError` in place instead of failing the rest."""
+        self._refuse_backend(backend)
+        self.check_context(context)
+        sem = asyncio.Semaphore(max_concurrency)
+
+        async def one(i: int, v: Any) -> OutT | JudgeInputError:
+            try:
+                item = coerce_input(self.input_model, v, where=f"item {i}: ")
+            except JudgeInputError as exc:
+                return exc
+            async with sem:
+                return await self._ajudge_item(item, context)
+
+        return list(await asyncio.gather(*(one(i, v) for i, v in enumerate(values))))
+
+    def check_context(self, context: Any) -> None:
+        """Raise before any call when something this judge needs is not in
+        ``context``: a set-up error, not a failed verdict."""
+
+    def backend_for(self, context: Any) -> Backend | None:
+        """The model backend this judge itself would call with ``context``, or
+        None for judges that call none directly (composites, replays)."""
+        return None
+
+    def with_backends(self, wrap: Callable[[Backend], Backend]) -> Judge[InT, OutT]:
+        """This judge with every backend it holds itself (not those it finds in
+        a context) replaced by ``wrap(backend)``; e.g. to put them behind a
+        rate limiter. Judges that hold no backend return themselves."""
+        return self
+
+    # ------------------------------------------------------------ Runnable
+
+    @property
+    def InputType(self) -> type[InT]:
+        return self.input_model
+
+    def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        return self.input_model
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> OutT:
+        context = context_from_config(config)
+        return await self._acall_with_config(
+            lambda v: self.ajudge(v, context=context), input, config, run_type="chain", **kwargs
+        )
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> OutT:
+        return run_sync(self.ainvoke(input, config, **kwargs))
+
+    # ------------------------------------------------------------ internals
+
+    async def _ajudge_item(self, item: InT, context: Any) -> OutT:
+        raise NotImplementedError
+
+    def _refuse_backend(self, backend: Backend | None) -> None:
+        if backend is not None:
+            raise TypeError(
+                f"{self.name}: this judge takes no backend= (it holds none of its own); "
+                "put backends in the runtime context instead"
+            )

@@ -1,0 +1,248 @@
+"""Judges that ask a model: template, backend, one call with repair, provenance."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from judgegraph._parsing import Parsed, ParseError, parse_output, value_distribution
+from judgegraph._templates import Template, get_template
+from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult
+from judgegraph.types import Message, Provenance, Status, Usage
+
+from ._base import Judge, JudgeInputError, coerce_input, find_in_context
+
+__all__ = ["BaseJudge", "ModelJudge", "Outcome"]
+
+InT = TypeVar("InT", bound=BaseModel)
+OutT = TypeVar("OutT", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One judged prompt: the parsed value or why there is none."""
+
+    status: Status
+    parsed: Parsed | None
+    raw_text: str | None
+    reason: str | None
+    usage: Usage
+    attempts: int
+    latency_s: float
+    model: str
+    distribution: dict[int | str, float] | None
+
+
+_REPAIR = "Your previous answer could not be read ({reason}). Answer again in the required format. {fmt}"
+
+
+class ModelJudge(Judge[InT, OutT]):
+    """A judge that asks a model: a template, a backend, one call with repair,
+    and provenance. Subclasses set ``input_model`` and ``default_template``
+    and implement :meth:`_judge` for one validated item and a backend.
+
+    ``backend`` is a Backend, or a key looked up in the runtime context (a
+    mapping or an object with that attribute), so clients live in context,
+    not in state.
+    """
+
+    default_template: str
+
+    def __init__(
+        self,
+        backend: Backend | str = "backend",
+        *,
+        name: str | None = None,
+        template: str | Template | None = None,
+        scale: tuple[int, int] | None = None,
+        structured: bool | None = None,
+        max_tokens: int = 512,
+        top_logprobs: int = 10,
+        repair: bool = True,
+    ) -> None:
+        self.backend = backend
+        self.template = template if isinstance(template, Template) else get_template(template or self.default_template)
+        self.name = name or type(self).__name__
+        self.scale = scale or self.template.default_scale
+        self.structured = structured
+        self.max_tokens = max_tokens
+        self.top_logprobs = top_logprobs
+        self.repair = repair
+
+    # ------------------------------------------------------------ public API
+
+    async def ajudge(
+        self, value: InT | Mapping[str, Any], *, backend: Backend | None = None, context: Any = None
+    ) -> OutT:
+        """Judge one input; ``backend`` overrides the judge's own for this call."""
+        item = coerce_input(self.input_model, value)
+        return await self._judge(item, self.resolve_backend(backend, context))
+
+    async def ajudge_many(
+        self,
+        values: Sequence[InT | Mapping[str, Any]],
+        *,
+        max_concurrency: int = 16,
+        backend: Backend | None = None,
+        context: Any = None,
+    ) -> list[OutT | JudgeInputError]:
+        """Judge many inputs concurrently, in input order. A malformed item
+        yields its :class:`JudgeInputError` in place instead of failing the rest."""
+        b = self.resolve_backend(backend, context)
+        sem = asyncio.Semaphore(max_concurrency)
+
+        async def one(i: int, v: Any) -> OutT | JudgeInputError:
+            try:
+                item = coerce_input(self.input_model, v, where=f"item {i}: ")
+            except JudgeInputError as exc:
+                return exc
+            async with sem:
+                return await self._judge(item, b)
+
+        return list(await asyncio.gather(*(one(i, v) for i, v in enumerate(values))))
+
+    def resolve_backend(self, backend: Backend | None = None, context: Any = None) -> Backend:
+        """The backend for a call: ``backend`` if given, else the judge's own,
+        else the one under the judge's key in ``context``."""
+        if backend is not None:
+            return backend
+        if not isinstance(self.backend, str):
+            return self.backend
+        found = find_in_context(context, self.backend)
+        if found is None:
+            raise LookupError(f"{self.name}: no backend given and none under {self.backend!r} in the runtime context")
+        return found  # type: ignore[no-any-return]
+
+    def check_context(self, context: Any) -> None:
+        self.resolve_backend(None, context)
+
+    def backend_for(self, context: Any) -> Backend | None:
+        return self.resolve_backend(None, context)
+
+    def with_backends(self, wrap: Callable[[Backend], Backend]) -> ModelJudge[InT, OutT]:
+        if isinstance(self.backend, str):
+            return self
+        clone = copy.copy(self)
+        clone.backend = wrap(self.backend)
+        return clone
+
+    # ------------------------------------------------------------ internals
+
+    async def _ajudge_item(self, item: InT, context: Any) -> OutT:
+        return await self._judge(item, self.resolve_backend(None, context))
+
+    async def _judge(self, item: InT, backend: Backend) -> OutT:
+        raise NotImplementedError
+
+    def _use_structured(self, backend: Backend) -> bool:
+        if self.structured is None:
+            return backend.capabilities.structured_output
+        return self.structured and backend.capabilities.structured_output
+
+    async def _call(self, backend: Backend, fields: dict[str, str | None], scale: tuple[int, int]) -> Outcome:
+        structured = self._use_structured(backend)
+        messages = self.template.render(fields, scale=scale, structured=structured)
+        request = GenerateRequest(
+            messages=tuple(messages),
+            max_tokens=self.max_tokens,
+            json_schema=self.template.json_schema(scale) if structured else None,
+            logprobs=backend.capabilities.logprobs and self.top_logprobs > 0,
+            top_logprobs=self.top_logprobs if backend.capabilities.logprobs else 0,
+        )
+        usage, attempts, started = Usage(), 0, time.perf_counter()
+        raw: str | None = None
+        reason: str | None = None
+        model = backend.model
+        for round_ in range(2 if self.repair else 1):
+            try:
+                res: GenerateResult = await backend.generate(request)
+            except BackendError as exc:
+                return Outcome(
+                    Status.ERROR,
+                    None,
+                    raw,
+                    str(exc),
+                    usage,
+                    attempts + exc.attempts,
+                    time.perf_counter() - started,
+                    model,
+                    None,
+                )
+            except Exception as exc:  # a backend bug must not kill a batch either
+                return Outcome(
+                    Status.ERROR,
+                    None,
+                    raw,
+                    f"{type(exc).__name__}: {exc}",
+                    usage,
+                    attempts + 1,
+                    time.perf_counter() - started,
+                    model,
+                    None,
+                )
+            usage, attempts, raw, model = usage + res.usage, attempts + res.attempts, res.text, res.model
+            try:
+                parsed = parse_output(res.text, kind=self.template.parser, scale=scale, structured=structured)
+                if structured and _copies_input(res.text, fields):
+                    # Free text is safe from this by neutralisation; a JSON
+                    # verdict planted in the evaluated content is not.
+                    raise ParseError("the output is a copy of text from the evaluated content, not a verdict")
+            except ParseError as exc:
+                this = exc.reason + (" (output was cut off at max_tokens)" if res.finish_reason == "length" else "")
+                reason = this if reason is None else f"{reason}; after a repair request: {this}"
+                if round_ == 0 and self.repair:
+                    fmt = self.template.json_format if structured else self.template.text_format
+                    fix = _REPAIR.format(reason=exc.reason, fmt=fmt.format(lo=scale[0], hi=scale[1]))
+                    request = dataclasses.replace(
+                        request,
+                        messages=(
+                            *messages,
+                            Message(role="assistant", content=res.text[-2000:] or "(empty)"),
+                            Message(role="user", content=fix),
+                        ),
+                    )
+                continue
+            dist = value_distribution(
+                list(res.tokens) if res.tokens else None,
+                res.text,
+                parsed.offset,
+                kind=self.template.parser,
+                scale=scale,
+            )
+            return Outcome(Status.OK, parsed, raw, None, usage, attempts, time.perf_counter() - started, model, dist)
+        return Outcome(Status.UNPARSED, None, raw, reason, usage, attempts, time.perf_counter() - started, model, None)
+
+    def _provenance(
+        self, backend: Backend, outcomes: Sequence[Outcome], status: Status, latency_s: float
+    ) -> Provenance:
+        usage = Usage()
+        for o in outcomes:
+            usage = usage + o.usage
+        return Provenance(
+            judge=self.name or type(self).__name__,
+            backend=backend.name,
+            model=outcomes[0].model if outcomes else backend.model,
+            template_id=self.template.id,
+            template_version=self.template.version,
+            latency_s=latency_s,
+            usage=usage,
+            cost_usd=backend.pricing.cost(usage) if backend.pricing else None,
+            attempts=sum(o.attempts for o in outcomes),
+            status=status,
+        )
+
+
+def _copies_input(text: str, fields: Mapping[str, str | None]) -> bool:
+    out = "".join(text.split())
+    return bool(out) and any(v and out in "".join(v.split()) for v in fields.values())
+
+
+BaseJudge = ModelJudge
+"""The earlier name of :class:`ModelJudge`, kept so existing subclasses work."""

@@ -1,0 +1,96 @@
+"""Judges as LangGraph nodes.
+
+The node maps state keys to the judge's input, takes its backend from the
+graph's runtime context (never from state), and writes the result under
+``output_key``. It also emits the result on the ``custom`` stream so verdicts
+can be shown as they complete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from pydantic import BaseModel
+
+from ._base import Judge, JudgeInputError, context_from_config
+
+__all__ = ["create_batch_judge_node", "create_judge_node"]
+
+InputMap = Mapping[str, str] | Callable[[Any], Any] | None
+
+
+def _get(state: Any, key: str) -> Any:
+    if isinstance(state, Mapping):
+        if key not in state:
+            raise JudgeInputError(f"state has no key {key!r}")
+        return state[key]
+    if not hasattr(state, key):
+        raise JudgeInputError(f"state has no attribute {key!r}")
+    return getattr(state, key)
+
+
+def _extract(state: Any, inputs: InputMap, model: type[BaseModel]) -> Any:
+    if callable(inputs):
+        return inputs(state)
+    if inputs is None:
+        # Same names in state as in the judge input; optional fields may be absent.
+        fields = model.model_fields
+        if isinstance(state, Mapping):
+            return {k: state[k] for k in fields if k in state and state[k] is not None}
+        return {k: getattr(state, k) for k in fields if getattr(state, k, None) is not None}
+    return {field: _get(state, key) for field, key in inputs.items()}
+
+
+def _context(runtime: Any, config: RunnableConfig | None) -> Any:
+    ctx = getattr(runtime, "context", None)
+    return ctx if ctx is not None else context_from_config(config)
+
+
+def create_judge_node(
+    judge: Judge[Any, Any],
+    *,
+    inputs: InputMap = None,
+    output_key: str = "verdict",
+) -> Callable[..., Any]:
+    """An async node: ``graph.add_node("judge", create_judge_node(judge, ...))``.
+
+    ``inputs`` maps judge input fields to state keys (``{"response":
+    "answer"}``), or is a function of the state; by default fields are read
+    from state keys of the same name.
+    """
+
+    async def judge_node(state: Any, config: RunnableConfig, runtime: Any = None) -> dict[str, Any]:
+        result = await judge.ajudge(_extract(state, inputs, judge.input_model), context=_context(runtime, config))
+        writer = getattr(runtime, "stream_writer", None)
+        if writer is not None:
+            writer({"judge": judge.name, output_key: result})
+        return {output_key: result}
+
+    judge_node.__name__ = f"{judge.name}_node"
+    return judge_node
+
+
+def create_batch_judge_node(
+    judge: Judge[Any, Any],
+    *,
+    items_key: str = "items",
+    output_key: str = "results",
+    default_concurrency: int = 16,
+) -> Callable[..., Any]:
+    """A node that judges a list in state, all within one node run.
+
+    Concurrency comes from ``max_concurrency`` in the run config. Results are
+    in input order; a malformed item yields its :class:`JudgeInputError`
+    in place and the others still run.
+    """
+
+    async def batch_judge_node(state: Any, config: RunnableConfig, runtime: Any = None) -> dict[str, Any]:
+        items = _get(state, items_key)
+        limit = (config or {}).get("max_concurrency") or default_concurrency
+        results = await judge.ajudge_many(items, max_concurrency=limit, context=_context(runtime, config))
+        return {output_key: results}
+
+    batch_judge_node.__name__ = f"{judge.name}_batch_node"
+    return batch_judge_node

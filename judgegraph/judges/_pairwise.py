@@ -1,0 +1,146 @@
+"""Pairwise judging with position-swap debiasing."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from judgegraph._templates import Template, rubric_text
+from judgegraph.backends import Backend
+from judgegraph.rules import SWAPPED_WINNER, combine_orders, combine_provenance
+from judgegraph.types import PairwiseInput, PairwiseVerdict, Status, SwapPolicy, Winner, worst_status
+
+from ._model import ModelJudge, Outcome
+
+__all__ = ["PairwiseJudge", "create_pairwise_judge"]
+
+
+class PairwiseJudge(ModelJudge[PairwiseInput, PairwiseVerdict]):
+    """Which of two responses is better.
+
+    Templates: ``pairwise-scores`` (two 1-10 scores, the default),
+    ``pairwise-choice`` (A/B/tie) and ``pairwise-rubric`` (relative grading).
+    With ``SwapPolicy(mode="both")`` both orders run concurrently; each order's
+    raw verdict is kept in ``orders`` (second order already mapped back).
+    """
+
+    input_model = PairwiseInput
+    default_template = "pairwise-scores"
+
+    def __init__(
+        self,
+        backend: Backend | str = "backend",
+        *,
+        swap: SwapPolicy | None = None,
+        name: str | None = None,
+        template: str | Template | None = None,
+        scale: tuple[int, int] | None = None,
+        structured: bool | None = None,
+        max_tokens: int = 512,
+        top_logprobs: int = 10,
+        repair: bool = True,
+    ) -> None:
+        super().__init__(
+            backend,
+            name=name,
+            template=template,
+            scale=scale,
+            structured=structured,
+            max_tokens=max_tokens,
+            top_logprobs=top_logprobs,
+            repair=repair,
+        )
+        if self.template.kind != "pairwise":
+            raise ValueError(f"template {self.template.id!r} is not a pairwise template")
+        self.swap = swap or SwapPolicy()
+
+    async def _judge(self, item: PairwiseInput, backend: Backend) -> PairwiseVerdict:
+        if self.swap.mode == "both":
+            orders = list(
+                await asyncio.gather(
+                    self.ajudge_order(item, swapped=False, backend=backend),
+                    self.ajudge_order(item, swapped=True, backend=backend),
+                )
+            )
+        else:
+            orders = [await self.ajudge_order(item, swapped=False, backend=backend)]
+        status = worst_status([o.status for o in orders])
+        prov = combine_provenance([o.provenance for o in orders], status=status, timing="concurrent")
+        return combine_orders(orders, policy=self.swap, provenance=prov)
+
+    async def ajudge_order(
+        self, item: PairwiseInput, *, swapped: bool, backend: Backend | None = None, context: Any = None
+    ) -> PairwiseVerdict:
+        """One answer order as one model call: the verdict on ``item`` as
+        given, or with ``swapped=True`` on its swapped pair, stated for the
+        original order. Graphs fan the two orders out through this."""
+        b = self.resolve_backend(backend, context)
+        outcome = await self._call(b, self._fields(item.swapped() if swapped else item), self.scale)
+        verdict = self._order_verdict(outcome, swapped=swapped)
+        prov = self._provenance(b, [outcome], verdict.status, outcome.latency_s)
+        return verdict.model_copy(update={"provenance": prov})
+
+    def _fields(self, item: PairwiseInput) -> dict[str, str | None]:
+        return {
+            "instruction": item.instruction,
+            "response_a": item.response_a,
+            "response_b": item.response_b,
+            "reference": item.reference,
+            "rubric_text": rubric_text(item.rubric) if item.rubric else None,
+        }
+
+    def _order_verdict(self, o: Outcome, *, swapped: bool) -> PairwiseVerdict:
+        if o.status is not Status.OK or o.parsed is None:
+            return PairwiseVerdict(status=o.status, reason=o.reason, raw_text=o.raw_text)
+        score_a = score_b = None
+        dist = o.distribution
+        if isinstance(o.parsed.value, tuple):
+            score_a, score_b = float(o.parsed.value[0]), float(o.parsed.value[1])
+            winner: Winner = "A" if score_a > score_b else "B" if score_b > score_a else "tie"
+        else:
+            winner = o.parsed.value  # type: ignore[assignment]
+        if swapped:
+            winner, score_a, score_b = SWAPPED_WINNER[winner], score_b, score_a
+            if dist is not None:
+                dist = {SWAPPED_WINNER.get(str(k), k): v for k, v in dist.items()}
+        confidence = None
+        choice_dist = None
+        if dist is not None and not isinstance(o.parsed.value, tuple):
+            choice_dist = {str(k): v for k, v in dist.items()}
+            confidence = float(choice_dist.get(winner, 0.0))
+        return PairwiseVerdict(
+            status=Status.OK,
+            winner=winner,
+            score_a=score_a,
+            score_b=score_b,
+            rationale=o.parsed.rationale,
+            confidence=confidence,
+            distribution=choice_dist,
+            raw_text=o.raw_text,
+        )
+
+
+def create_pairwise_judge(
+    backend: Backend | str = "backend",
+    *,
+    template: str | Template = "pairwise-scores",
+    swap: SwapPolicy | None = None,
+    name: str | None = None,
+    scale: tuple[int, int] | None = None,
+    structured: bool | None = None,
+    max_tokens: int = 512,
+    top_logprobs: int = 10,
+    repair: bool = True,
+) -> PairwiseJudge:
+    """A :class:`PairwiseJudge`; every option is its constructor's."""
+    return PairwiseJudge(
+        backend,
+        swap=swap,
+        name=name,
+        template=template,
+        scale=scale,
+        structured=structured,
+        max_tokens=max_tokens,
+        top_logprobs=top_logprobs,
+        repair=repair,
+    )

@@ -1,0 +1,221 @@
+"""Absolute-scale judges: one response, or a conversation, scored on a scale."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from judgegraph._templates import Template, generic_rubric, rubric_text
+from judgegraph.backends import Backend
+from judgegraph.types import ConversationInput, Message, PointwiseInput, PointwiseScore, Rubric, Status
+
+from ._base import JudgeInputError, coerce_input
+from ._model import ModelJudge, Outcome
+
+__all__ = [
+    "MultiTurnJudge",
+    "PointwiseJudge",
+    "create_multiturn_judge",
+    "create_pointwise_judge",
+]
+
+
+class _ScoreJudge(ModelJudge[Any, PointwiseScore]):
+    def _scale_for(self, rubric: Rubric | None) -> tuple[int, int]:
+        return rubric.scale if rubric is not None else self.scale
+
+    def _rubric_text(self, rubric: Rubric | None, scale: tuple[int, int]) -> str:
+        return rubric_text(rubric) if rubric is not None else generic_rubric(scale)
+
+    def _score(self, o: Outcome, scale: tuple[int, int], backend: Backend, started: float) -> PointwiseScore:
+        prov = self._provenance(backend, [o], o.status, time.perf_counter() - started)
+        if o.status is not Status.OK or o.parsed is None:
+            return PointwiseScore(status=o.status, scale=scale, reason=o.reason, raw_text=o.raw_text, provenance=prov)
+        assert isinstance(o.parsed.value, int)
+        dist = {int(k): v for k, v in o.distribution.items()} if o.distribution else None
+        return PointwiseScore(
+            status=Status.OK,
+            score=o.parsed.value,
+            scale=scale,
+            expected_score=sum(k * p for k, p in dist.items()) if dist else None,
+            distribution=dist,
+            confidence=dist.get(o.parsed.value, 0.0) if dist else None,
+            rationale=o.parsed.rationale,
+            raw_text=o.raw_text,
+            provenance=prov,
+        )
+
+
+class PointwiseJudge(_ScoreJudge):
+    """Score one response on an absolute scale (default 1-5), Prometheus style:
+    feedback first, then ``[RESULT] n``. A rubric's levels set the scale."""
+
+    input_model = PointwiseInput
+    default_template = "pointwise-rubric"
+
+    def __init__(
+        self,
+        backend: Backend | str = "backend",
+        *,
+        name: str | None = None,
+        template: str | Template | None = None,
+        scale: tuple[int, int] | None = None,
+        structured: bool | None = None,
+        max_tokens: int = 512,
+        top_logprobs: int = 10,
+        repair: bool = True,
+    ) -> None:
+        super().__init__(
+            backend,
+            name=name,
+            template=template,
+            scale=scale,
+            structured=structured,
+            max_tokens=max_tokens,
+            top_logprobs=top_logprobs,
+            repair=repair,
+        )
+        if self.template.kind != "pointwise":
+            raise ValueError(f"template {self.template.id!r} is not a pointwise template")
+
+    async def _judge(self, item: PointwiseInput, backend: Backend) -> PointwiseScore:
+        started = time.perf_counter()
+        scale = self._scale_for(item.rubric)
+        fields: dict[str, str | None] = {
+            "instruction": item.instruction,
+            "response": item.response,
+            "reference": item.reference,
+            "rubric_text": self._rubric_text(item.rubric, scale),
+        }
+        return self._score(await self._call(backend, fields, scale), scale, backend, started)
+
+
+def _transcript(messages: list[Message]) -> str:
+    return "\n\n".join(f"[{m.role}]\n{m.content}" for m in messages if m.role != "system")
+
+
+class MultiTurnJudge(_ScoreJudge):
+    """Score a conversation.
+
+    ``mode="conversation"`` grades the assistant across the whole dialogue;
+    ``mode="turn"`` grades one assistant turn (the last, or ``turn=i`` in
+    :meth:`ajudge_turn`) with the turns before it as context.
+    """
+
+    input_model = ConversationInput
+    default_template = "conversation"
+
+    def __init__(
+        self,
+        backend: Backend | str = "backend",
+        *,
+        mode: Literal["conversation", "turn"] = "conversation",
+        name: str | None = None,
+        template: str | Template | None = None,
+        scale: tuple[int, int] | None = None,
+        structured: bool | None = None,
+        max_tokens: int = 512,
+        top_logprobs: int = 10,
+        repair: bool = True,
+    ) -> None:
+        if template is None:
+            template = "conversation" if mode == "conversation" else "last-turn"
+        super().__init__(
+            backend,
+            name=name,
+            template=template,
+            scale=scale,
+            structured=structured,
+            max_tokens=max_tokens,
+            top_logprobs=top_logprobs,
+            repair=repair,
+        )
+        if self.template.kind != "conversation":
+            raise ValueError(f"template {self.template.id!r} is not a conversation template")
+        self.mode = mode
+
+    async def _judge(self, item: ConversationInput, backend: Backend) -> PointwiseScore:
+        if self.mode == "conversation":
+            return await self._judge_conversation(item, backend)
+        last = max(i for i, m in enumerate(item.messages) if m.role == "assistant")
+        return await self._judge_turn(item, last, backend)
+
+    async def ajudge_turn(
+        self, value: Any, turn: int, *, backend: Backend | None = None, context: Any = None
+    ) -> PointwiseScore:
+        """Judge the assistant message at index ``turn`` in its context."""
+        item = coerce_input(ConversationInput, value)
+        if not 0 <= turn < len(item.messages) or item.messages[turn].role != "assistant":
+            raise JudgeInputError(f"turn: messages[{turn}] is not an assistant message")
+        return await self._judge_turn(item, turn, self.resolve_backend(backend, context))
+
+    async def _judge_conversation(self, item: ConversationInput, backend: Backend) -> PointwiseScore:
+        started = time.perf_counter()
+        scale = self._scale_for(item.rubric)
+        fields: dict[str, str | None] = {
+            "conversation": _transcript(item.messages),
+            "reference": item.reference,
+            "rubric_text": self._rubric_text(item.rubric, scale),
+        }
+        return self._score(await self._call(backend, fields, scale), scale, backend, started)
+
+    async def _judge_turn(self, item: ConversationInput, turn: int, backend: Backend) -> PointwiseScore:
+        started = time.perf_counter()
+        scale = self._scale_for(item.rubric)
+        fields: dict[str, str | None] = {
+            "conversation": _transcript(item.messages[:turn]) or "(no earlier turns)",
+            "response": item.messages[turn].content,
+            "reference": item.reference,
+            "rubric_text": self._rubric_text(item.rubric, scale),
+        }
+        return self._score(await self._call(backend, fields, scale), scale, backend, started)
+
+
+def create_pointwise_judge(
+    backend: Backend | str = "backend",
+    *,
+    template: str | Template = "pointwise-rubric",
+    name: str | None = None,
+    scale: tuple[int, int] | None = None,
+    structured: bool | None = None,
+    max_tokens: int = 512,
+    top_logprobs: int = 10,
+    repair: bool = True,
+) -> PointwiseJudge:
+    """A :class:`PointwiseJudge`; every option is its constructor's."""
+    return PointwiseJudge(
+        backend,
+        name=name,
+        template=template,
+        scale=scale,
+        structured=structured,
+        max_tokens=max_tokens,
+        top_logprobs=top_logprobs,
+        repair=repair,
+    )
+
+
+def create_multiturn_judge(
+    backend: Backend | str = "backend",
+    *,
+    mode: Literal["conversation", "turn"] = "conversation",
+    name: str | None = None,
+    template: str | Template | None = None,
+    scale: tuple[int, int] | None = None,
+    structured: bool | None = None,
+    max_tokens: int = 512,
+    top_logprobs: int = 10,
+    repair: bool = True,
+) -> MultiTurnJudge:
+    """A :class:`MultiTurnJudge`; every option is its constructor's."""
+    return MultiTurnJudge(
+        backend,
+        mode=mode,
+        name=name,
+        template=template,
+        scale=scale,
+        structured=structured,
+        max_tokens=max_tokens,
+        top_logprobs=top_logprobs,
+        repair=repair,
+    )
