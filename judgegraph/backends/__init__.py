@@ -20,6 +20,7 @@ from ._protocol import (
 from ._ratelimit import RateLimitedBackend, RateLimiter, TokenBucket
 from ._retry import Retryable, awith_retries, parse_retry_after
 from ._scripted import ScriptedBackend
+from ._secrets import Secrets, clean_url, strip_userinfo
 
 if TYPE_CHECKING:
     from ._openai import OpenAIBackend, chat_params, result_from_completion
@@ -38,6 +39,7 @@ __all__ = [
     "RateLimiter",
     "Retryable",
     "ScriptedBackend",
+    "Secrets",
     "TGIBackend",
     "TokenBucket",
     "TokenLogprob",
@@ -45,8 +47,10 @@ __all__ = [
     "awith_retries",
     "chat_params",
     "chatml_prompt",
+    "clean_url",
     "parse_retry_after",
     "result_from_completion",
+    "strip_userinfo",
 ]
 
 _LAZY = {
