@@ -157,7 +157,8 @@ def _from_langchain(message: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where}.role: {kind!r} is not a chat role (system, user, assistant or tool)")
     out: dict[str, Any] = {"role": role, "content": _text(message.content)}
     if role == "assistant":
-        calls = [{"name": c["name"], "args": dict(c.get("args") or {}), "id": c.get("id")} for c in message.tool_calls]
+        found = getattr(message, "tool_calls", None) or ()
+        calls = [{"name": c["name"], "args": dict(c.get("args") or {}), "id": c.get("id")} for c in found]
         for c in getattr(message, "invalid_tool_calls", None) or ():
             # The agent asked for a call whose arguments did not parse: that
             # is part of the run to judge, not malformed input.
