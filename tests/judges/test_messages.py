@@ -22,7 +22,6 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from judgegraph import (
     ConversationInput,
     GenerateRequest,
-    JudgeInputError,
     Message,
     MultiTurnJudge,
     ScriptedBackend,
