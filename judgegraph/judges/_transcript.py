@@ -33,7 +33,7 @@ def render_message(m: Message) -> str:
 
 
 def _header(m: Message, step: int | None) -> str:
-    label = m.role
+    label: str = m.role
     if m.role == "tool":
         label = f"tool result{' from ' + m.name if m.name else ''}"
         label += f" for {m.tool_call_id}" if m.tool_call_id else ""

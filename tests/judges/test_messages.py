@@ -76,7 +76,7 @@ FORMS = {
 
 @pytest.mark.parametrize("form", sorted(FORMS))
 def test_every_message_form_becomes_the_same_conversation(form: str) -> None:
-    expected = ConversationInput(messages=AGENT_CHAT).messages
+    expected = ConversationInput.model_validate({"messages": AGENT_CHAT}).messages
     assert [m.role for m in expected] == ["system", "user", "assistant", "tool", "assistant", "user", "assistant"]
     assert expected[2].tool_calls == (ToolCall(name="get_weather", args={"city": "Rome"}, id="w1"),)
     assert expected[3].tool_call_id == "w1" and expected[3].name == "get_weather"
@@ -86,15 +86,19 @@ def test_every_message_form_becomes_the_same_conversation(form: str) -> None:
 
 
 def test_other_shapes_map_or_fail_with_the_place() -> None:
-    msgs = ConversationInput(
-        messages=[  # type: ignore[list-item]
-            ("user", "hi"),
-            ChatMessage(role="assistant", content="hello"),
-            HumanMessage(content=[{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "x"}}]),
-            AIMessage("", invalid_tool_calls=[{"name": "search", "args": "{oops", "id": "s1", "error": None}]),
-            {"role": "developer", "content": "be brief"},
-            AIMessage("done"),
-        ]
+    msgs = ConversationInput.model_validate(
+        {
+            "messages": [
+                ("user", "hi"),
+                ChatMessage(role="assistant", content="hello"),
+                HumanMessage(
+                    content=[{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "x"}}]
+                ),
+                AIMessage("", invalid_tool_calls=[{"name": "search", "args": "{oops", "id": "s1", "error": None}]),
+                {"role": "developer", "content": "be brief"},
+                AIMessage("done"),
+            ]
+        }
     ).messages
     assert msgs[0] == Message(role="user", content="hi") and msgs[1].role == "assistant"
     assert msgs[2].content == "look\n(image_url content not shown)"
@@ -151,7 +155,7 @@ async def test_a_judge_node_in_a_messages_state_graph() -> None:
     async def chat(state: State) -> dict[str, Any]:
         return {"messages": [AIMessage("Rome is 27 C today.")]}
 
-    builder = StateGraph(State)
+    builder = StateGraph(State, context_schema=dict)  # type: ignore[type-var]
     builder.add_node("chat", chat)
     builder.add_node("judge", create_judge_node(create_multiturn_judge(), inputs={"messages": "messages"}))
     builder.add_edge(START, "chat")
