@@ -50,10 +50,14 @@ def coerce_input(model: type[InT], value: Any, *, where: str = "") -> InT:
         return model.model_validate(dict(value))
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(input)'}: {err['msg'].removeprefix('Value error, ')}"
-            for err in exc.errors()
+            f"{_loc(err['loc']) or '(input)'}: {err['msg'].removeprefix('Value error, ')}" for err in exc.errors()
         )
         raise JudgeInputError(f"{where}invalid {model.__name__}: {problems}") from None
+
+
+def _loc(parts: Sequence[int | str]) -> str:
+    """A pydantic error location as ``messages[1].tool_calls[0].name``."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
 
 
 def find_in_context(context: Any, key: str) -> Any:
