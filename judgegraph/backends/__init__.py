@@ -20,8 +20,10 @@ from ._protocol import (
 from ._ratelimit import RateLimitedBackend, RateLimiter, TokenBucket
 from ._retry import Retryable, awith_retries, parse_retry_after
 from ._scripted import ScriptedBackend
+from ._sync import run_sync
 
 if TYPE_CHECKING:
+    from ._langchain import ChatModelBackend, as_backend
     from ._openai import OpenAIBackend
     from ._tgi import TGIBackend, chatml_prompt
     from ._transformers import TransformersBackend
@@ -30,6 +32,7 @@ __all__ = [
     "Backend",
     "BackendError",
     "Capabilities",
+    "ChatModelBackend",
     "GenerateRequest",
     "GenerateResult",
     "MissingExtraError",
@@ -42,12 +45,16 @@ __all__ = [
     "TokenBucket",
     "TokenLogprob",
     "TransformersBackend",
+    "as_backend",
     "awith_retries",
     "chatml_prompt",
     "parse_retry_after",
+    "run_sync",
 ]
 
 _LAZY = {
+    "ChatModelBackend": "._langchain",
+    "as_backend": "._langchain",
     "OpenAIBackend": "._openai",
     "TGIBackend": "._tgi",
     "chatml_prompt": "._tgi",

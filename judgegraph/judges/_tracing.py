@@ -1,0 +1,111 @@
+"""Model calls as LangChain LLM runs, so tracers see what a judge asked.
+
+A chat-model backend's call is already the model's own run. For every other
+backend the judge opens a chat-model run itself, with the messages, model
+name, provider, parameters and token usage, under the run it is called in
+(the judge's chain run, or a graph node's). With no callbacks configured and
+LangSmith tracing off this is one context-variable read per call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManager, BaseCallbackManager
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
+from langchain_core.tracers.context import _tracing_v2_is_enabled
+
+from judgegraph.backends import Backend, GenerateRequest, GenerateResult
+
+__all__ = ["agenerate_traced", "tracing_active"]
+
+_ROLES: dict[str, type[AnyMessage]] = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
+
+
+def _has_handlers(callbacks: Any) -> bool:
+    if isinstance(callbacks, BaseCallbackManager):
+        return bool(callbacks.handlers)
+    return bool(callbacks)
+
+
+def tracing_active(config: RunnableConfig | None = None) -> bool:
+    """Whether a run opened now would reach anyone: callbacks in ``config``
+    (or in the run we are inside), or LangSmith tracing switched on."""
+    cfg = config if config is not None else var_child_runnable_config.get()
+    return _has_handlers((cfg or {}).get("callbacks")) or _tracing_v2_is_enabled()
+
+
+async def agenerate_traced(backend: Backend, request: GenerateRequest) -> GenerateResult:
+    """``backend.generate(request)``, as a child LLM run when anyone listens."""
+    if getattr(backend, "traces_itself", False):
+        return await backend.generate(request)
+    cfg = var_child_runnable_config.get() or {}
+    callbacks = cfg.get("callbacks")
+    if not _has_handlers(callbacks) and not _tracing_v2_is_enabled():
+        return await backend.generate(request)
+    params = _params(backend, request)
+    manager = AsyncCallbackManager.configure(
+        inheritable_callbacks=callbacks,
+        inheritable_tags=cfg.get("tags"),
+        inheritable_metadata=cfg.get("metadata"),
+        local_metadata={
+            "ls_provider": backend.name,
+            "ls_model_name": backend.model,
+            "ls_model_type": "chat",
+            "ls_temperature": request.temperature,
+            "ls_max_tokens": request.max_tokens,
+        },
+    )
+    messages = [_ROLES[m.role](content=m.content) for m in request.messages]
+    serialized = {"lc": 1, "type": "not_implemented", "id": ["judgegraph", type(backend).__name__], "name": backend.name}
+    (run,) = await manager.on_chat_model_start(
+        serialized, [messages], invocation_params=params, options={"stop": list(request.stop)}, name=backend.model
+    )
+    try:
+        result = await backend.generate(request)
+    except BaseException as exc:
+        await run.on_llm_error(exc)
+        raise
+    usage = {
+        "input_tokens": result.usage.prompt_tokens,
+        "output_tokens": result.usage.completion_tokens,
+        "total_tokens": result.usage.prompt_tokens + result.usage.completion_tokens,
+    }
+    message = AIMessage(
+        content=result.text,
+        usage_metadata=usage,  # type: ignore[arg-type]
+        response_metadata={"model_name": result.model, "finish_reason": result.finish_reason},
+    )
+    token_usage = {
+        "prompt_tokens": result.usage.prompt_tokens,
+        "completion_tokens": result.usage.completion_tokens,
+        "total_tokens": usage["total_tokens"],
+    }
+    await run.on_llm_end(
+        LLMResult(
+            generations=[[ChatGeneration(message=message, generation_info={"finish_reason": result.finish_reason})]],
+            llm_output={"token_usage": token_usage, "model_name": result.model, "attempts": result.attempts},
+        )
+    )
+    return result
+
+
+def _params(backend: Backend, request: GenerateRequest) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "_type": backend.name,
+        "model": backend.model,
+        "model_name": backend.model,
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+    }
+    if request.json_schema is not None:
+        params["response_format"] = {"type": "json_schema", "schema": request.json_schema}
+    if request.logprobs:
+        params["logprobs"] = True
+        params["top_logprobs"] = request.top_logprobs
+    if request.seed is not None:
+        params["seed"] = request.seed
+    return params
