@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from ._base import (
     CONTEXT_CONFIG_KEY,
+    RAISE_ON_FAILURE_KEY,
     Judge,
+    JudgeFailedError,
     JudgeInputError,
     coerce_input,
     context_from_config,
@@ -56,6 +58,7 @@ __all__ = [
     "CompositeJudge",
     "EnsembleJudge",
     "Judge",
+    "JudgeFailedError",
     "JudgeInputError",
     "LLMBarReplay",
     "ModelJudge",
@@ -63,6 +66,7 @@ __all__ = [
     "Outcome",
     "PairwiseJudge",
     "PointwiseJudge",
+    "RAISE_ON_FAILURE_KEY",
     "ReplayJudge",
     "Result",
     "RubricJudge",
