@@ -279,7 +279,9 @@ def _tokens(meta: Mapping[str, Any]) -> tuple[TokenLogprob, ...] | None:
         return None
     return tuple(
         TokenLogprob(
-            t["token"], float(t["logprob"]), tuple((a["token"], float(a["logprob"])) for a in t.get("top_logprobs") or ())
+            t["token"],
+            float(t["logprob"]),
+            tuple((a["token"], float(a["logprob"])) for a in t.get("top_logprobs") or ()),
         )
         for t in content
     )
@@ -301,4 +303,3 @@ def _to_result(out: Any, attempts: int, latency: float, model: str) -> GenerateR
         attempts=attempts,
         latency_s=latency,
     )
-

@@ -10,8 +10,8 @@ from judgegraph.types import Pricing, RetryPolicy, Usage
 
 from ._protocol import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
 from ._reasoning import is_reasoning_model
-from ._sync import run_sync
 from ._retry import Retryable, awith_retries, parse_retry_after
+from ._sync import run_sync
 
 __all__ = ["OpenAIBackend"]
 

@@ -53,6 +53,7 @@ from ._rubric import RubricJudge, create_rubric_judge
 
 __all__ = [
     "CONTEXT_CONFIG_KEY",
+    "RAISE_ON_FAILURE_KEY",
     "Aggregation",
     "BaseJudge",
     "CompositeJudge",
@@ -66,7 +67,6 @@ __all__ = [
     "Outcome",
     "PairwiseJudge",
     "PointwiseJudge",
-    "RAISE_ON_FAILURE_KEY",
     "ReplayJudge",
     "Result",
     "RubricJudge",

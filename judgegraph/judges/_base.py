@@ -8,7 +8,7 @@ Composites, cascades, replays and classifier judges are plain judges.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from langchain_core.runnables import Runnable, RunnableConfig

@@ -60,7 +60,12 @@ async def agenerate_traced(backend: Backend, request: GenerateRequest) -> Genera
         },
     )
     messages = [_ROLES[m.role](content=m.content) for m in request.messages]
-    serialized = {"lc": 1, "type": "not_implemented", "id": ["judgegraph", type(backend).__name__], "name": backend.name}
+    serialized = {
+        "lc": 1,
+        "type": "not_implemented",
+        "id": ["judgegraph", type(backend).__name__],
+        "name": backend.name,
+    }
     (run,) = await manager.on_chat_model_start(
         serialized, [messages], invocation_params=params, options={"stop": list(request.stop)}, name=backend.model
     )

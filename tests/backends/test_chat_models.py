@@ -79,9 +79,7 @@ async def test_init_chat_model_spec_through_from_spec() -> None:
 
 
 async def test_one_retry_policy_429_and_500_retried_not_stacked() -> None:
-    responder, seen = scripted(
-        Fault("status", status=429, retry_after=0), Fault("status", status=500), Reply(VERDICT)
-    )
+    responder, seen = scripted(Fault("status", status=429, retry_after=0), Fault("status", status=500), Reply(VERDICT))
     with LoopbackServer(responder) as server:
         score = await PointwiseJudge(ChatModelBackend(chat_openai(server), retry=FAST)).ajudge(ITEM)
     assert score.status is Status.OK and score.provenance.attempts == 3 and len(seen) == 3
