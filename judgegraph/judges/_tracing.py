@@ -9,6 +9,8 @@ LangSmith tracing off this is one context-variable read per call.
 
 from __future__ import annotations
 
+import functools
+import os
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManager, BaseCallbackManager
@@ -16,7 +18,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
-from langchain_core.tracers.context import _tracing_v2_is_enabled
+from langchain_core.tracers.context import _tracing_v2_is_enabled, tracing_v2_callback_var
 
 from judgegraph.backends import Backend, GenerateRequest, GenerateResult
 
@@ -31,21 +33,41 @@ def _has_handlers(callbacks: Any) -> bool:
     return bool(callbacks)
 
 
+_ENV = ("LANGSMITH_TRACING", "LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING_V2", "LANGCHAIN_TRACING")
+
+
+@functools.cache
+def _env_may_trace() -> bool:
+    # Read once, as LangSmith itself caches these variables.
+    return any(os.environ.get(k) for k in _ENV)
+
+
+def _langsmith_on() -> bool:
+    # The full check costs tens of microseconds; the environment (and the
+    # tracing_v2_enabled() context) say cheaply whether it can be true at all.
+    if tracing_v2_callback_var.get() is not None:
+        return True
+    return _env_may_trace() and bool(_tracing_v2_is_enabled())
+
+
 def tracing_active(config: RunnableConfig | None = None) -> bool:
     """Whether a run opened now would reach anyone: callbacks in ``config``
-    (or in the run we are inside), or LangSmith tracing switched on."""
+    (or in the run we are inside, whose callbacks already include LangSmith's
+    tracer when it is on), or, outside any run, LangSmith tracing switched on."""
     cfg = config if config is not None else var_child_runnable_config.get()
-    return _has_handlers((cfg or {}).get("callbacks")) or _tracing_v2_is_enabled()
+    if cfg is not None:
+        return _has_handlers(cfg.get("callbacks"))
+    return _langsmith_on()
 
 
 async def agenerate_traced(backend: Backend, request: GenerateRequest) -> GenerateResult:
     """``backend.generate(request)``, as a child LLM run when anyone listens."""
     if getattr(backend, "traces_itself", False):
         return await backend.generate(request)
+    if not tracing_active():
+        return await backend.generate(request)
     cfg = var_child_runnable_config.get() or {}
     callbacks = cfg.get("callbacks")
-    if not _has_handlers(callbacks) and not _tracing_v2_is_enabled():
-        return await backend.generate(request)
     params = _params(backend, request)
     manager = AsyncCallbackManager.configure(
         inheritable_callbacks=callbacks,
