@@ -15,12 +15,12 @@ from __future__ import annotations
 import functools
 import json
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import Runnable
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableLambda
 
 from judgegraph.types import MissingExtraError, Pricing, RetryPolicy, Usage
 
@@ -34,7 +34,7 @@ __all__ = ["ChatModelBackend", "as_backend"]
 # logprobs) as call arguments; others run as configured.
 _CALL_PARAMS = {"openai", "azure", "anthropic"}
 _CONNECTION_ERRORS = {"APIConnectionError", "APITimeoutError", "ConnectError", "ReadTimeout", "RemoteProtocolError"}
-_ROLES: dict[str, type[AnyMessage]] = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
+_ROLES: dict[str, Callable[..., BaseMessage]] = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
 
 
 class ChatModelBackend:
@@ -142,7 +142,7 @@ class ChatModelBackend:
             kwargs["seed"] = request.seed
         return kwargs
 
-    async def _once(self, runnable: Runnable[Any, Any], messages: list[AnyMessage], kwargs: dict[str, Any]) -> Any:
+    async def _once(self, runnable: Runnable[Any, Any], messages: list[BaseMessage], kwargs: dict[str, Any]) -> Any:
         try:
             return await runnable.ainvoke(messages, **kwargs)
         except Exception as exc:
@@ -210,7 +210,7 @@ def _structured_model(model: BaseChatModel, schema: dict[str, Any], method: str)
     first = getattr(chain, "first", None)
     if isinstance(first, Runnable):
         return first  # the bound model; the parser after it is dropped
-    return model.with_structured_output(titled, include_raw=True, **options) | _raw
+    return model.with_structured_output(titled, include_raw=True, **options) | RunnableLambda(_raw)
 
 
 def _raw(out: Mapping[str, Any]) -> Any:

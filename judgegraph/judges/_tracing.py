@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManager, BaseCallbackManager
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
@@ -24,7 +25,7 @@ from judgegraph.backends import Backend, GenerateRequest, GenerateResult
 
 __all__ = ["agenerate_traced", "tracing_active"]
 
-_ROLES: dict[str, type[AnyMessage]] = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
+_ROLES: dict[str, Callable[..., BaseMessage]] = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
 
 
 def _has_handlers(callbacks: Any) -> bool:
