@@ -20,6 +20,7 @@ from ._protocol import (
 from ._ratelimit import RateLimitedBackend, RateLimiter, TokenBucket
 from ._retry import Retryable, awith_retries, parse_retry_after
 from ._scripted import ScriptedBackend
+from ._secrets import Secrets, clean_url, strip_userinfo
 from ._sync import run_sync
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ __all__ = [
     "RateLimiter",
     "Retryable",
     "ScriptedBackend",
+    "Secrets",
     "TGIBackend",
     "TokenBucket",
     "TokenLogprob",
@@ -48,8 +50,10 @@ __all__ = [
     "as_backend",
     "awith_retries",
     "chatml_prompt",
+    "clean_url",
     "parse_retry_after",
     "run_sync",
+    "strip_userinfo",
 ]
 
 _LAZY = {
