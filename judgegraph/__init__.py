@@ -47,6 +47,7 @@ from .judges import (
     CompositeJudge,
     EnsembleJudge,
     Judge,
+    JudgeFailedError,
     JudgeInputError,
     LLMBarReplay,
     ModelJudge,
@@ -101,7 +102,7 @@ from .types import (
 mount_root_wings()
 
 if TYPE_CHECKING:
-    from .backends import OpenAIBackend, TGIBackend, TransformersBackend
+    from .backends import ChatModelBackend, OpenAIBackend, TGIBackend, TransformersBackend
 
 __version__ = "0.1.0"
 
@@ -116,6 +117,7 @@ __all__ = [
     "CascadeCalibration",
     "CascadeJudge",
     "CascadePlan",
+    "ChatModelBackend",
     "CompositeJudge",
     "ConversationInput",
     "Criterion",
@@ -124,6 +126,7 @@ __all__ = [
     "GenerateRequest",
     "GenerateResult",
     "Judge",
+    "JudgeFailedError",
     "JudgeInputError",
     "LLMBarReplay",
     "LowConfidence",
@@ -201,7 +204,7 @@ __all__ = [
 
 # Backends load on first use: their modules are cheap, but keeping them out
 # of `import judgegraph` keeps optional extras truly optional.
-_LAZY = {"OpenAIBackend", "TGIBackend", "TransformersBackend"}
+_LAZY = {"ChatModelBackend", "OpenAIBackend", "TGIBackend", "TransformersBackend"}
 
 
 def __getattr__(name: str) -> Any:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from ._base import (
     CONTEXT_CONFIG_KEY,
+    RAISE_ON_FAILURE_KEY,
     Judge,
+    JudgeFailedError,
     JudgeInputError,
     coerce_input,
     context_from_config,
@@ -55,12 +57,14 @@ from ._transcript import render_message, render_transcript
 
 __all__ = [
     "CONTEXT_CONFIG_KEY",
+    "RAISE_ON_FAILURE_KEY",
     "Aggregation",
     "ArgsMode",
     "BaseJudge",
     "CompositeJudge",
     "EnsembleJudge",
     "Judge",
+    "JudgeFailedError",
     "JudgeInputError",
     "LLMBarReplay",
     "MatchMode",
