@@ -26,6 +26,7 @@ it: it costs about 10 ms per step.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, Literal, Required
 
 from langgraph.graph import END, START, StateGraph
@@ -111,6 +112,7 @@ def create_guardrail_graph(
     *,
     fail_policy: FailPolicy,
     threshold: float,
+    threshold_from: Callable[[Any], float] | None = None,
     judge: JudgeSpec = "judge",
     rubric: Rubric | None = None,
     timeout_s: float = 5.0,
@@ -124,7 +126,9 @@ def create_guardrail_graph(
 
     ``fail_policy`` (required) is what happens when the judge is down.
     An answer passes when the judge's score (``weighted_score`` for rubric
-    judges) is at least ``threshold``. ``rubric`` is the policy the answer
+    judges) is at least ``threshold``, or at least ``threshold_from(context)``
+    when that is given: a run's threshold read from its runtime context
+    (served graphs take it from their JSON context). ``rubric`` is the policy the answer
     is graded against. ``reviser`` is a node (function, runnable or graph)
     that reads ``answer`` and ``feedback`` and returns a new ``answer``;
     without one, an answer below the threshold is blocked. Each round is
@@ -147,6 +151,7 @@ def create_guardrail_graph(
         revisions = state.get("revisions", 0) if state.get("revising") else 0
         # Set-up errors raise here, on the first call: a missing judge or
         # backend, or a judge that cannot grade an answer, is not an outage.
+        limit = threshold if threshold_from is None else threshold_from(runtime.context)
         found = lookup_judge(judge, runtime.context, graph="guardrail")
         check_judge_kind(found, graph="guardrail")
         check_backends(found, runtime.context, graph="guardrail")
@@ -189,15 +194,15 @@ def create_guardrail_graph(
         if down is not None:
             action = fallback
             reason = f"{down}; fail-{fail_policy} policy: {'pass' if action == 'pass' else 'block'}"
-        elif score is not None and score >= threshold:
-            action, reason = "pass", f"score {score:g} >= threshold {threshold:g}"
+        elif score is not None and score >= limit:
+            action, reason = "pass", f"score {score:g} >= threshold {limit:g}"
         elif revisions < allowed:
             action = "revise"
-            reason = f"score {score:g} < threshold {threshold:g}; revision {revisions + 1} of {allowed}"
+            reason = f"score {score:g} < threshold {limit:g}; revision {revisions + 1} of {allowed}"
         else:
             action = "block"
             why = f"after {revisions} revision(s)" if allowed else "and no reviser is set"
-            reason = f"score {score:g} < threshold {threshold:g} {why}"
+            reason = f"score {score:g} < threshold {limit:g} {why}"
         decision = GuardrailDecision(
             action=action,
             reason=reason,

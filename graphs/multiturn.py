@@ -3,7 +3,14 @@ side (``Send``), plus the conversation as a whole; turn scores are combined
 by a declared policy.
 
 Input keys: ``messages`` and optionally ``reference`` and ``rubric``.
+``messages`` takes what :class:`~judgegraph.ConversationInput` takes:
+LangChain messages (a ``MessagesState`` app's own), their dict forms,
+OpenAI-style dicts or :class:`~judgegraph.Message` objects.
 Output key: ``verdict`` (a :class:`ConversationVerdict`).
+
+A turn is an assistant message that answers: one whose next message is not a
+tool result. An agent's intermediate steps (a tool call, its result, the next
+call) are the context of the turn they lead to, not turns of their own.
 
 Turn ``i`` is judged by giving the turn judge the conversation cut after
 message ``i``: a ``MultiTurnJudge(mode="turn")`` grades the last assistant
@@ -17,6 +24,7 @@ from __future__ import annotations
 from statistics import fmean
 from typing import Annotated, Any, Literal, Required
 
+from langchain_core.messages import AnyMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
@@ -74,7 +82,7 @@ class ConversationVerdict(BaseModel):
 
 
 class MultiTurnGraphInput(TypedDict, total=False):
-    messages: Required[list[Message]]
+    messages: Required[list[AnyMessage | Message | dict[str, Any]]]
     reference: str | None
     rubric: Rubric | None
 
@@ -96,6 +104,15 @@ class _WholeTask(TypedDict):
 
 class _TurnTask(_WholeTask):
     turn: int
+
+
+def _turns(messages: list[Message]) -> list[int]:
+    """Indices of the assistant messages that end a turn (not followed by a tool result)."""
+    return [
+        i
+        for i, m in enumerate(messages)
+        if m.role == "assistant" and (i + 1 == len(messages) or messages[i + 1].role != "tool")
+    ]
 
 
 def _aggregate(policy: TurnPolicy, scores: list[int]) -> float:
@@ -134,9 +151,7 @@ def create_multiturn_graph(
     def fan_out(state: MultiTurnState) -> list[Send]:
         conversation = state["conversation"]
         sends = [
-            Send("judge_turn", _TurnTask(conversation=conversation, turn=i))
-            for i, m in enumerate(conversation.messages)
-            if m.role == "assistant"
+            Send("judge_turn", _TurnTask(conversation=conversation, turn=i)) for i in _turns(conversation.messages)
         ]
         if conversation_judge is not None:
             sends.append(Send("judge_conversation", _WholeTask(conversation=conversation)))

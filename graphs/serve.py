@@ -2,19 +2,27 @@
 
 In-process, the graphs take their judges from the run's context. Over HTTP a
 run's context is JSON and cannot carry a judge object, so the graphs served
-from here are bound to judges whose backend is an OpenAI-compatible endpoint
-named by the environment, read on first use:
+from here hold their judges, and read from the context only what JSON can
+carry (each field below is used; the context schemas advertise no others):
 
-- ``JUDGEGRAPH_MODEL`` (required): the judge model name;
-- ``JUDGEGRAPH_BASE_URL`` or ``OPENAI_BASE_URL``: e.g. a vLLM or TGI server's ``/v1``;
-- ``OPENAI_API_KEY``.
+- ``model``: the judge model; default ``JUDGEGRAPH_MODEL``;
+- ``base_url``: its OpenAI-compatible endpoint (a vLLM or TGI server's
+  ``/v1``); default ``JUDGEGRAPH_BASE_URL`` or ``OPENAI_BASE_URL``. The
+  server's ``OPENAI_API_KEY`` goes to that endpoint, so a ``base_url`` from a
+  run's context must be the default or listed in
+  ``JUDGEGRAPH_ALLOWED_BASE_URLS`` (comma-separated); any other is refused;
+- ``threshold`` (guardrail only): the score an answer needs to pass; default 4.
 
+A judge without a model gives verdicts with status ``error`` that say so.
 This file is loaded by path, so it imports the package absolutely.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
+
+from typing_extensions import TypedDict
 
 from judgegraph import create_multiturn_judge, create_pairwise_judge, create_pointwise_judge
 from judgegraph.backends import Backend, BackendError, Capabilities, GenerateRequest, GenerateResult
@@ -26,47 +34,132 @@ from judgegraph.graphs import (
     create_pointwise_graph,
     create_rubric_graph,
 )
-from judgegraph.types import Pricing
+from judgegraph.judges import Judge, find_in_context
+from judgegraph.types import Pricing, SwapPolicy
 
-__all__ = ["EnvBackend", "batch", "guardrail", "multiturn", "pairwise", "pointwise", "rubric"]
+__all__ = [
+    "EnvBackend",
+    "ServedContext",
+    "ServedGuardrailContext",
+    "ServedJudge",
+    "batch",
+    "guardrail",
+    "multiturn",
+    "pairwise",
+    "pointwise",
+    "rubric",
+]
+
+
+class ServedContext(TypedDict, total=False):
+    """What a run of a served graph may set in its JSON context."""
+
+    model: str
+    base_url: str
+
+
+class ServedGuardrailContext(ServedContext, total=False):
+    threshold: float
 
 
 class EnvBackend:
-    """An OpenAIBackend configured from the environment when first used, so
+    """An OpenAIBackend for one model and endpoint, made when first used, so
     importing this module needs neither the openai package nor a key."""
 
     name = "openai"
     capabilities = Capabilities(structured_output=True, logprobs=True)
     pricing: Pricing | None = None
 
-    def __init__(self) -> None:
-        self.model = os.environ.get("JUDGEGRAPH_MODEL", "")
+    def __init__(self, model: str = "", base_url: str | None = None) -> None:
+        self.model = model
+        self.base_url = base_url
         self._backend: Backend | None = None
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
+        if not self.model:
+            raise BackendError("no judge model: set JUDGEGRAPH_MODEL on the server, or pass model in the run's context")
         if self._backend is None:
-            model = os.environ.get("JUDGEGRAPH_MODEL") or self.model
-            if not model:
-                raise BackendError("set JUDGEGRAPH_MODEL to the judge model the served graphs should call")
             from judgegraph.backends import OpenAIBackend
 
-            base_url = os.environ.get("JUDGEGRAPH_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
-            self.model = model
-            self._backend = OpenAIBackend(model, base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY"))
+            self._backend = OpenAIBackend(self.model, base_url=self.base_url, api_key=os.environ.get("OPENAI_API_KEY"))
         return await self._backend.generate(request)
 
 
-_backend = EnvBackend()
+def _text(context: Any, key: str) -> str | None:
+    value = find_in_context(context, key)
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ValueError(f"context.{key} must be a non-empty string, got {value!r}")
+    return value
 
-pairwise = create_pairwise_graph(judge=create_pairwise_judge(_backend))
-pointwise = create_pointwise_graph(judge=create_pointwise_judge(_backend))
-rubric = create_rubric_graph(judge=create_pointwise_judge(_backend))
+
+def backend_for(context: Any) -> EnvBackend:
+    """The backend a served run asks for, one per (model, endpoint), reused."""
+    default_url = os.environ.get("JUDGEGRAPH_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+    model = _text(context, "model") or os.environ.get("JUDGEGRAPH_MODEL", "")
+    base_url = _text(context, "base_url") or default_url
+    if base_url != default_url:
+        allowed = {u.strip().rstrip("/") for u in os.environ.get("JUDGEGRAPH_ALLOWED_BASE_URLS", "").split(",")}
+        if (base_url or "").rstrip("/") not in allowed - {""}:
+            raise ValueError(
+                f"context.base_url {base_url!r} is not the server's endpoint and not in JUDGEGRAPH_ALLOWED_BASE_URLS"
+            )
+    key = (model, base_url)
+    if key not in _backends:
+        _backends[key] = EnvBackend(model, base_url)
+    return _backends[key]
+
+
+_backends: dict[tuple[str, str | None], EnvBackend] = {}
+
+
+class ServedJudge:
+    """A judge whose backend is chosen per run from the JSON context."""
+
+    def __init__(self, judge: Judge[Any, Any]) -> None:
+        self.judge = judge
+        self.name = judge.name
+
+    async def ajudge(self, value: Any, *, context: Any = None) -> Any:
+        return await self.judge.ajudge(value, context={"backend": backend_for(context)})
+
+
+GUARDRAIL_THRESHOLD = 4.0
+
+
+def threshold_from(context: Any) -> float:
+    """The guardrail threshold a served run asks for, else 4."""
+    value = find_in_context(context, "threshold")
+    if value is None:
+        return GUARDRAIL_THRESHOLD
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"context.threshold must be a number, got {value!r}")
+    return float(value)
+
+
+def _served(judge: Judge[Any, Any]) -> ServedJudge:
+    return ServedJudge(judge)
+
+
+# The graph runs the two answer orders side by side; each node asks for one order.
+pairwise = create_pairwise_graph(
+    judge=_served(create_pairwise_judge(swap=SwapPolicy(mode="single"))),
+    swap=SwapPolicy(),
+    context_schema=ServedContext,
+)
+pointwise = create_pointwise_graph(judge=_served(create_pointwise_judge()), context_schema=ServedContext)
+rubric = create_rubric_graph(judge=_served(create_pointwise_judge()), context_schema=ServedContext)
 multiturn = create_multiturn_graph(
     turn_policy="min",
-    turn_judge=create_multiturn_judge(_backend, mode="turn"),
-    conversation_judge=create_multiturn_judge(_backend, mode="conversation"),
+    turn_judge=_served(create_multiturn_judge(mode="turn")),
+    conversation_judge=_served(create_multiturn_judge(mode="conversation")),
+    context_schema=ServedContext,
 )
 guardrail = create_guardrail_graph(
-    judge=create_pointwise_judge(_backend), threshold=4, fail_policy="closed", timeout_s=10.0
+    judge=_served(create_pointwise_judge()),
+    threshold=GUARDRAIL_THRESHOLD,
+    threshold_from=threshold_from,
+    fail_policy="closed",
+    timeout_s=10.0,
+    context_schema=ServedGuardrailContext,
 )
-batch = create_batch_graph(judge=create_pointwise_judge(_backend))
+batch = create_batch_graph(judge=_served(create_pointwise_judge()), context_schema=ServedContext)

@@ -47,14 +47,21 @@ from .judges import (
     CompositeJudge,
     EnsembleJudge,
     Judge,
+    JudgeFailedError,
     JudgeInputError,
     LLMBarReplay,
     ModelJudge,
     MultiTurnJudge,
     PairwiseJudge,
+    PairwiseTrajectoryJudge,
     PointwiseJudge,
     ReplayJudge,
     RubricJudge,
+    TrajectoryInput,
+    TrajectoryJudge,
+    TrajectoryMatchInput,
+    TrajectoryMatchJudge,
+    TrajectoryPairInput,
     VerdictRecord,
     arecord_verdicts,
     create_batch_judge_node,
@@ -65,6 +72,7 @@ from .judges import (
     create_pointwise_judge,
     create_replay_judge,
     create_rubric_judge,
+    create_trajectory_judge,
     item_key,
     llmbar_replay,
     read_verdicts,
@@ -87,13 +95,14 @@ from .types import (
     Status,
     SwapPolicy,
     TierRecord,
+    ToolCall,
     Usage,
 )
 
 mount_root_wings()
 
 if TYPE_CHECKING:
-    from .backends import OpenAIBackend, TGIBackend, TransformersBackend
+    from .backends import ChatModelBackend, OpenAIBackend, TGIBackend, TransformersBackend
 
 __version__ = "0.1.0"
 
@@ -108,6 +117,7 @@ __all__ = [
     "CascadeCalibration",
     "CascadeJudge",
     "CascadePlan",
+    "ChatModelBackend",
     "CompositeJudge",
     "ConversationInput",
     "Criterion",
@@ -116,6 +126,7 @@ __all__ = [
     "GenerateRequest",
     "GenerateResult",
     "Judge",
+    "JudgeFailedError",
     "JudgeInputError",
     "LLMBarReplay",
     "LowConfidence",
@@ -127,6 +138,7 @@ __all__ = [
     "OpenAIBackend",
     "PairwiseInput",
     "PairwiseJudge",
+    "PairwiseTrajectoryJudge",
     "PairwiseVerdict",
     "ParseError",
     "PlannedPolicy",
@@ -152,6 +164,12 @@ __all__ = [
     "Tier",
     "TierRecord",
     "TokenLogprob",
+    "ToolCall",
+    "TrajectoryInput",
+    "TrajectoryJudge",
+    "TrajectoryMatchInput",
+    "TrajectoryMatchJudge",
+    "TrajectoryPairInput",
     "TransformersBackend",
     "Usage",
     "VerdictRecord",
@@ -170,6 +188,7 @@ __all__ = [
     "create_pointwise_judge",
     "create_replay_judge",
     "create_rubric_judge",
+    "create_trajectory_judge",
     "get_template",
     "item_key",
     "list_templates",
@@ -185,7 +204,7 @@ __all__ = [
 
 # Backends load on first use: their modules are cheap, but keeping them out
 # of `import judgegraph` keeps optional extras truly optional.
-_LAZY = {"OpenAIBackend", "TGIBackend", "TransformersBackend"}
+_LAZY = {"ChatModelBackend", "OpenAIBackend", "TGIBackend", "TransformersBackend"}
 
 
 def __getattr__(name: str) -> Any:

@@ -28,7 +28,7 @@ __all__ = [
 DELIM_OPEN = "⟦"
 DELIM_CLOSE = "⟧"
 
-TemplateKind = Literal["pointwise", "pairwise", "conversation"]
+TemplateKind = Literal["pointwise", "pairwise", "conversation", "trajectory", "trajectory-pairwise"]
 ParserKind = Literal["score", "two_scores", "choice", "choice_no_tie"]
 
 
@@ -71,11 +71,25 @@ class Template(BaseModel):
         values["reference_block"] = (
             _block("reference answer", values["reference"]) + "\n" if "reference" in values else ""
         )
+        values["reference_trajectory_block"] = (
+            _block("reference trajectory", values["reference_trajectory"]) + "\n"
+            if "reference_trajectory" in values
+            else ""
+        )
         values["rubric_block"] = values.pop("rubric_text", "")
         fmt = self.json_format if structured else self.text_format
         values["format"] = fmt.format(lo=lo, hi=hi)
         values["lo"], values["hi"] = str(lo), str(hi)
-        for name in ("instruction", "response", "response_a", "response_b", "conversation"):
+        for name in (
+            "instruction",
+            "response",
+            "response_a",
+            "response_b",
+            "conversation",
+            "trajectory",
+            "trajectory_a",
+            "trajectory_b",
+        ):
             if name in values:
                 values[name + "_block"] = _block(name.replace("_", " "), values[name])
         try:
@@ -258,6 +272,45 @@ for _t in (
         ),
         text_format=_SCORE_TEXT,
         json_format=_SCORE_JSON,
+    ),
+    Template(
+        id="trajectory",
+        version=1,
+        kind="trajectory",
+        parser="score",
+        default_scale=(1, 5),
+        system=_SYSTEM,
+        user=(
+            "Below is the full run of an AI agent on a task: the messages it received, every tool "
+            "it called with the arguments it passed, what each tool returned, and its replies. "
+            "Grade the run from {lo} to {hi}. A good run picks tools that fit the task, gives them "
+            "sensible arguments, reads their results and acts on them (including errors), does not "
+            "wander or repeat itself, and ends with an answer the tool results support. A right "
+            "final answer reached by a careless or needless path still loses points. When a "
+            "reference trajectory is given it shows one good way to do the task, not the only one.\n"
+            "{rubric_block}\n{trajectory_block}\n{reference_trajectory_block}{reference_block}\n{format}"
+        ),
+        text_format=_SCORE_TEXT,
+        json_format=_SCORE_JSON,
+    ),
+    Template(
+        id="trajectory-pairwise",
+        version=1,
+        kind="trajectory-pairwise",
+        parser="choice",
+        default_scale=(0, 0),
+        system=_SYSTEM,
+        user=(
+            "Two runs of AI agents on the same task follow, each with its tool calls, their "
+            "arguments, the tool results and the replies. Decide which run handles the task "
+            "better: fitting tools with sensible arguments, results read and acted on, no "
+            "needless or repeated steps, and a final answer the results support. Neither "
+            "order nor length is merit. {rubric_block}Call it a tie only when neither run "
+            "is better.\n\n{trajectory_a_block}\n{trajectory_b_block}\n{reference_trajectory_block}"
+            "{reference_block}\n{format}"
+        ),
+        text_format=_CHOICE_TEXT,
+        json_format=_CHOICE_JSON,
     ),
 ):
     register_template(_t)

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ._messages import check_tool_links, normalize_messages
+
 __all__ = [
     "ConversationInput",
     "Criterion",
@@ -34,8 +36,10 @@ __all__ = [
     "SwapPolicy",
     "TierRecord",
     "TokenLogprob",
+    "ToolCall",
     "Usage",
     "Winner",
+    "check_messages",
     "worst_status",
 ]
 
@@ -134,25 +138,58 @@ class PairwiseInput(FrozenModel):
         return self.model_copy(update={"response_a": self.response_b, "response_b": self.response_a})
 
 
+class ToolCall(FrozenModel):
+    """A tool call an assistant message made; ``error`` when its arguments did not parse."""
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+    error: str | None = None
+
+
 class Message(FrozenModel):
-    role: Literal["system", "user", "assistant"]
+    """A chat message. Prompts to judge models use system/user/assistant with
+    text; conversations and agent runs also carry tool calls and tool results."""
+
+    role: Literal["system", "user", "assistant", "tool"]
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None  # on a tool result: the call it answers
+    name: str | None = None
+    error: bool = False  # a tool result that reports a failure
+
+
+def check_messages(messages: list[Message], field: str) -> list[Message]:
+    """``messages`` if they make a judgeable run, else ValueError naming the index and field."""
+    if not messages:
+        raise ValueError(f"{field} must not be empty")
+    for i, m in enumerate(messages):
+        # An assistant step that only calls tools, or a tool with no output, may be empty.
+        if not m.content.strip() and not m.tool_calls and m.role != "tool":
+            raise ValueError(f"{field}[{i}].content must be a non-empty string")
+    check_tool_links([m.model_dump() for m in messages], field=field)
+    if not any(m.role == "assistant" for m in messages):
+        raise ValueError(f"{field} has no assistant turn to judge")
+    return messages
 
 
 class ConversationInput(FrozenModel):
+    """A conversation: LangChain messages, their dict forms, OpenAI-style
+    dicts or :class:`Message` objects; a ``{"messages": [...]}`` state
+    (``MessagesState``) validates as it is."""
+
     messages: list[Message]
     reference: str | None = None
     rubric: Rubric | None = None
 
+    @field_validator("messages", mode="before")
+    @classmethod
+    def _convert(cls, v: Any) -> Any:
+        return normalize_messages(v)
+
     @model_validator(mode="after")
     def _has_assistant(self) -> ConversationInput:
-        if not self.messages:
-            raise ValueError("messages must not be empty")
-        for i, m in enumerate(self.messages):
-            if not m.content.strip():
-                raise ValueError(f"messages[{i}].content must be a non-empty string")
-        if not any(m.role == "assistant" for m in self.messages):
-            raise ValueError("messages has no assistant turn to judge")
+        check_messages(self.messages, "messages")
         return self
 
 

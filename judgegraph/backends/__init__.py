@@ -21,8 +21,10 @@ from ._ratelimit import RateLimitedBackend, RateLimiter, TokenBucket
 from ._retry import Retryable, awith_retries, parse_retry_after
 from ._scripted import ScriptedBackend
 from ._secrets import Secrets, clean_url, strip_userinfo
+from ._sync import run_sync
 
 if TYPE_CHECKING:
+    from ._langchain import ChatModelBackend, as_backend
     from ._openai import OpenAIBackend, chat_params, result_from_completion
     from ._tgi import TGIBackend, chatml_prompt
     from ._transformers import TransformersBackend
@@ -31,6 +33,7 @@ __all__ = [
     "Backend",
     "BackendError",
     "Capabilities",
+    "ChatModelBackend",
     "GenerateRequest",
     "GenerateResult",
     "MissingExtraError",
@@ -44,16 +47,20 @@ __all__ = [
     "TokenBucket",
     "TokenLogprob",
     "TransformersBackend",
+    "as_backend",
     "awith_retries",
     "chat_params",
     "chatml_prompt",
     "clean_url",
     "parse_retry_after",
     "result_from_completion",
+    "run_sync",
     "strip_userinfo",
 ]
 
 _LAZY = {
+    "ChatModelBackend": "._langchain",
+    "as_backend": "._langchain",
     "OpenAIBackend": "._openai",
     "chat_params": "._openai",
     "result_from_completion": "._openai",

@@ -11,8 +11,10 @@ from typing import Any
 from judgegraph.types import Pricing, RetryPolicy, Usage
 
 from ._protocol import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
+from ._reasoning import is_reasoning_model
 from ._retry import Retryable, awith_retries, parse_retry_after
 from ._secrets import Secrets, clean_url, credential_headers, split_url_credentials
+from ._sync import run_sync
 
 __all__ = ["OpenAIBackend", "chat_params", "result_from_completion"]
 
@@ -27,6 +29,10 @@ class OpenAIBackend:
     in ``base_url``, credential ``default_headers``, a given ``client``) are
     scrubbed from every error this backend raises. User info in the URL is
     sent as HTTP basic auth and never reaches the client's URL or its logs.
+
+    Reasoning models (``reasoning=None`` detects o-series and gpt-5 by name)
+    get ``max_completion_tokens`` and no ``temperature`` or logprobs;
+    ``reasoning_effort`` passes through. :meth:`aclose` closes the clients.
     """
 
     name = "openai"
@@ -42,12 +48,16 @@ class OpenAIBackend:
         pricing: Pricing | None = None,
         structured_output: bool = True,
         max_connections: int | None = None,
+        reasoning: bool | None = None,
+        reasoning_effort: str | None = None,
         default_headers: Mapping[str, str] | None = None,
     ) -> None:
         self.model = model
         self.retry = retry or RetryPolicy()
         self.pricing = pricing
-        self.capabilities = Capabilities(structured_output=structured_output, logprobs=True)
+        self.reasoning = is_reasoning_model(model) if reasoning is None else reasoning
+        self.reasoning_effort = reasoning_effort
+        self.capabilities = Capabilities(structured_output=structured_output, logprobs=not self.reasoning)
         self._fixed_client = client
         self._secrets = Secrets([api_key, *credential_headers(default_headers)])
         url, user, password = split_url_credentials(base_url) if base_url else (None, None, None)
@@ -114,6 +124,22 @@ class OpenAIBackend:
             self._clients[loop] = client
         return client
 
+    async def aclose(self) -> None:
+        """Close every client this backend built (not one it was given)."""
+        clients = [*self._clients.values(), *([self._unclaimed] if self._fixed_client is None else [])]
+        self._clients.clear()
+        self._unclaimed = None
+        for client in clients:
+            if client is not None:
+                try:
+                    await client.close()
+                except RuntimeError:  # its event loop is gone, and its sockets with it
+                    pass
+
+    def close(self) -> None:
+        """:meth:`aclose` from sync code (on the loop sync calls share)."""
+        run_sync(self.aclose())
+
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIBackend(model={self.model!r}, base_url={self._base_url!r})"
 
@@ -123,7 +149,7 @@ class OpenAIBackend:
         return self._client
 
     def _params(self, request: GenerateRequest) -> dict[str, Any]:
-        return chat_params(self.model, request)
+        return chat_params(self.model, request, reasoning=self.reasoning, reasoning_effort=self.reasoning_effort)
 
     async def _once(self, params: dict[str, Any]) -> Any:
         import openai
@@ -160,19 +186,26 @@ class OpenAIBackend:
         return _to_result(resp, attempts, latency, self.model)
 
 
-def chat_params(model: str, request: GenerateRequest) -> dict[str, Any]:
+def chat_params(
+    model: str, request: GenerateRequest, *, reasoning: bool = False, reasoning_effort: str | None = None
+) -> dict[str, Any]:
     """The chat-completions body for ``request``: live calls and batch files send the same."""
     params: dict[str, Any] = {
         "model": model,
         "messages": [{"role": m.role, "content": m.content} for m in request.messages],
-        "max_tokens": request.max_tokens,
-        "temperature": request.temperature,
     }
+    if reasoning:
+        params["max_completion_tokens"] = request.max_tokens
+    else:
+        params["max_tokens"] = request.max_tokens
+        params["temperature"] = request.temperature
+    if reasoning_effort is not None:
+        params["reasoning_effort"] = reasoning_effort
     if request.stop:
         params["stop"] = list(request.stop)
     if request.seed is not None:
         params["seed"] = request.seed
-    if request.logprobs:
+    if request.logprobs and not reasoning:
         params["logprobs"] = True
         if request.top_logprobs:
             params["top_logprobs"] = request.top_logprobs

@@ -195,7 +195,7 @@ async def aestimate_batch_job(
     ctx, bjudge = _wrap(judge, context, book, 1.0)
     await _apass(bjudge, ctx, todo, chash, 256)
     prompt = sum(len(str(m.get("content", ""))) for b in book.pending.values() for m in b["messages"]) // 4
-    completion = sum(int(b.get("max_tokens") or 0) for b in book.pending.values())
+    completion = sum(int(b.get("max_tokens") or b.get("max_completion_tokens") or 0) for b in book.pending.values())
     pricing = getattr(judge.backend_for(context), "pricing", None)
     live = pricing.cost(Usage(prompt_tokens=prompt, completion_tokens=completion)) if pricing else None
     return BatchEstimate(

@@ -78,11 +78,14 @@ class AnswerBackend:
             else None
         )
         self.book = book
+        # An OpenAI backend's request shape for reasoning models; the same body as its live call.
+        self._reasoning = bool(getattr(inner, "reasoning", False))
+        self._reasoning_effort: str | None = getattr(inner, "reasoning_effort", None)
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         from judgegraph.backends import chat_params  # needs the openai extra, as the batch API does
 
-        body = chat_params(self.model, request)
+        body = chat_params(self.model, request, reasoning=self._reasoning, reasoning_effort=self._reasoning_effort)
         key = request_key(body)
         if key in self.book.answers:
             return self.book.answers[key]

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from ._base import (
     CONTEXT_CONFIG_KEY,
+    RAISE_ON_FAILURE_KEY,
     Judge,
+    JudgeFailedError,
     JudgeInputError,
     coerce_input,
     context_from_config,
@@ -48,24 +50,38 @@ from ._replay import (
     write_verdicts,
 )
 from ._rubric import RubricJudge, create_rubric_judge
+from ._trajectory import PairwiseTrajectoryJudge, TrajectoryJudge, create_trajectory_judge
+from ._trajectory_inputs import TrajectoryInput, TrajectoryMatchInput, TrajectoryPairInput
+from ._trajectory_match import ArgsMode, MatchMode, TrajectoryMatchJudge, match_trajectory
+from ._transcript import render_message, render_transcript
 
 __all__ = [
     "CONTEXT_CONFIG_KEY",
+    "RAISE_ON_FAILURE_KEY",
     "Aggregation",
+    "ArgsMode",
     "BaseJudge",
     "CompositeJudge",
     "EnsembleJudge",
     "Judge",
+    "JudgeFailedError",
     "JudgeInputError",
     "LLMBarReplay",
+    "MatchMode",
     "ModelJudge",
     "MultiTurnJudge",
     "Outcome",
     "PairwiseJudge",
+    "PairwiseTrajectoryJudge",
     "PointwiseJudge",
     "ReplayJudge",
     "Result",
     "RubricJudge",
+    "TrajectoryInput",
+    "TrajectoryJudge",
+    "TrajectoryMatchInput",
+    "TrajectoryMatchJudge",
+    "TrajectoryPairInput",
     "VerdictRecord",
     "arecord_verdicts",
     "arun_part",
@@ -80,12 +96,16 @@ __all__ = [
     "create_pointwise_judge",
     "create_replay_judge",
     "create_rubric_judge",
+    "create_trajectory_judge",
     "find_in_context",
     "item_key",
     "judge_name",
     "latency_of",
     "llmbar_replay",
+    "match_trajectory",
     "read_verdicts",
+    "render_message",
+    "render_transcript",
     "run_sync",
     "sum_usage",
     "verdict_text",

@@ -14,13 +14,14 @@ from typing import Any, Generic, TypeVar
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
-from judgegraph.backends import Backend
-from judgegraph.types import JudgeInputError
+from judgegraph.backends import Backend, run_sync
+from judgegraph.types import JudgeInputError, Status
 from judgegraph.types import worst_status as worst
 
 __all__ = [
     "CONTEXT_CONFIG_KEY",
     "Judge",
+    "JudgeFailedError",
     "JudgeInputError",
     "coerce_input",
     "context_from_config",
@@ -50,10 +51,14 @@ def coerce_input(model: type[InT], value: Any, *, where: str = "") -> InT:
         return model.model_validate(dict(value))
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(input)'}: {err['msg'].removeprefix('Value error, ')}"
-            for err in exc.errors()
+            f"{_loc(err['loc']) or '(input)'}: {err['msg'].removeprefix('Value error, ')}" for err in exc.errors()
         )
         raise JudgeInputError(f"{where}invalid {model.__name__}: {problems}") from None
+
+
+def _loc(parts: Sequence[int | str]) -> str:
+    """A pydantic error location as ``messages[1].tool_calls[0].name``."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
 
 
 def find_in_context(context: Any, key: str) -> Any:
@@ -70,17 +75,24 @@ def context_from_config(config: RunnableConfig | None) -> Any:
     return ((config or {}).get("configurable") or {}).get(CONTEXT_CONFIG_KEY)
 
 
-def run_sync(coro: Awaitable[T]) -> T:
-    """Run a coroutine from sync code, also when a loop is already running here."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)  # type: ignore[arg-type]
-    # Called from inside a running loop: run on a private loop in a thread.
-    import concurrent.futures
+RAISE_ON_FAILURE_KEY = "raise_on_failure"
+"""``with_config(configurable={"raise_on_failure": True})`` turns a failed
+verdict into a :class:`JudgeFailedError` for that Runnable-style call."""
 
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()  # type: ignore[arg-type]
+
+class JudgeFailedError(RuntimeError):
+    """A Runnable-style call's verdict failed (status ``error`` or ``unparsed``)
+    and ``raise_on_failure`` was set. ``result`` is the verdict, reason included."""
+
+    def __init__(self, result: Any) -> None:
+        status = getattr(result, "status", None)
+        super().__init__(f"judge failed: {getattr(status, 'value', status)}: {getattr(result, 'reason', None)}")
+        self.result = result
+
+
+def _failed(result: Any) -> bool:
+    status = getattr(result, "status", Status.OK)
+    return status is not Status.OK and status != Status.OK.value
 
 
 class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
@@ -91,10 +103,19 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
     every model-side failure comes back as a result whose status says so.
     Things a judge needs at run time (backends, scorers) may live in the
     runtime ``context`` under a key, so clients live in context, not in state.
+
+    As a Runnable, a model failure is a result too, so ``with_retry`` and
+    ``with_fallbacks`` see nothing to act on; set ``raise_on_failure = True``
+    on the judge, or ``with_config(configurable={"raise_on_failure": True})``,
+    to have ``invoke``/``ainvoke``/``batch`` raise :class:`JudgeFailedError`
+    (carrying the result) instead. ``ajudge``/``judge`` never raise for it.
+    Sync calls (``judge``, ``judge_many``, ``invoke``, ``batch``) share one
+    long-lived event loop, so clients and connection pools are reused.
     """
 
     input_model: type[InT]
     name: str
+    raise_on_failure: bool = False
 
     # ------------------------------------------------------------ public API
 
@@ -129,6 +150,16 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
 
         return list(await asyncio.gather(*(one(i, v) for i, v in enumerate(values))))
 
+    def judge(self, value: InT | Mapping[str, Any], *, context: Any = None) -> OutT:
+        """:meth:`ajudge` from sync code."""
+        return run_sync(self.ajudge(value, context=context))
+
+    def judge_many(
+        self, values: Sequence[InT | Mapping[str, Any]], *, max_concurrency: int = 16, context: Any = None
+    ) -> list[OutT | JudgeInputError]:
+        """:meth:`ajudge_many` from sync code."""
+        return run_sync(self.ajudge_many(values, max_concurrency=max_concurrency, context=context))
+
     def check_context(self, context: Any) -> None:
         """Raise before any call when something this judge needs is not in
         ``context``: a set-up error, not a failed verdict."""
@@ -154,13 +185,35 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
         return self.input_model
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> OutT:
-        context = context_from_config(config)
-        return await self._acall_with_config(
-            lambda v: self.ajudge(v, context=context), input, config, run_type="chain", **kwargs
-        )
+        return await self.arun_in(input, context_from_config(config), config, **kwargs)
+
+    async def arun_in(self, input: Any, context: Any, config: RunnableConfig | None, **kwargs: Any) -> OutT:
+        """Judge ``input`` as a chain run of its own under ``config``'s run
+        (what a graph node does when someone is tracing)."""
+        configurable = (config or {}).get("configurable") or {}
+        raising = bool(configurable.get(RAISE_ON_FAILURE_KEY, self.raise_on_failure))
+
+        async def run(value: Any) -> OutT:
+            result = await self.ajudge(value, context=context)
+            if raising and _failed(result):
+                raise JudgeFailedError(result)
+            return result
+
+        return await self._acall_with_config(run, input, config, run_type="chain", **kwargs)
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> OutT:
         return run_sync(self.ainvoke(input, config, **kwargs))
+
+    def batch(
+        self,
+        inputs: list[Any],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[OutT]:
+        # One trip to the shared loop for the whole batch, not a thread per item.
+        return run_sync(self.abatch(inputs, config, return_exceptions=return_exceptions, **kwargs))
 
     # ------------------------------------------------------------ internals
 

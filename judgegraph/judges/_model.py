@@ -7,7 +7,7 @@ import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -19,6 +19,10 @@ from judgegraph.types import Message, Provenance, Status, Usage
 
 from ._base import Judge, find_in_context
 from ._distribution import adistributions
+from ._tracing import agenerate_traced
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 __all__ = ["BaseJudge", "ModelJudge", "Outcome"]
 
@@ -52,16 +56,19 @@ class ModelJudge(Judge[InT, OutT]):
     and provenance. Subclasses set ``input_model`` and ``default_template``
     and implement :meth:`_judge` for one validated item and a backend.
 
-    ``backend`` is a Backend, or a key looked up in the runtime context (a
-    mapping or an object with that attribute), so clients live in context,
-    not in state.
+    ``backend`` is a Backend or a LangChain chat model (wrapped in a
+    :class:`~judgegraph.backends.ChatModelBackend`), or a key looked up in
+    the runtime context (a mapping or an object with that attribute), so
+    clients live in context, not in state. An ``init_chat_model`` spec goes
+    through ``ChatModelBackend.from_spec("openai:gpt-4.1-mini")``: a bare
+    string is a context key.
     """
 
     default_template: str
 
     def __init__(
         self,
-        backend: Backend | str = "backend",
+        backend: Backend | BaseChatModel | str = "backend",
         *,
         name: str | None = None,
         template: str | Template | None = None,
@@ -71,7 +78,7 @@ class ModelJudge(Judge[InT, OutT]):
         top_logprobs: int = 10,
         repair: bool = True,
     ) -> None:
-        self.backend = backend
+        self.backend: Backend | str = backend if isinstance(backend, str) else _as_backend(backend)
         self.template = template if isinstance(template, Template) else get_template(template or self.default_template)
         self.name = name or type(self).__name__
         self.scale = scale or self.template.default_scale
@@ -86,13 +93,13 @@ class ModelJudge(Judge[InT, OutT]):
         """The backend for a call: ``backend`` if given, else the judge's own,
         else the one under the judge's key in ``context``."""
         if backend is not None:
-            return backend
+            return _as_backend(backend)
         if not isinstance(self.backend, str):
             return self.backend
         found = find_in_context(context, self.backend)
         if found is None:
             raise LookupError(f"{self.name}: no backend given and none under {self.backend!r} in the runtime context")
-        return found  # type: ignore[no-any-return]
+        return _as_backend(found)
 
     def check_context(self, context: Any) -> None:
         self.resolve_backend(None, context)
@@ -141,7 +148,7 @@ class ModelJudge(Judge[InT, OutT]):
         model = backend.model
         for round_ in range(2 if self.repair else 1):
             try:
-                res: GenerateResult = await backend.generate(request)
+                res: GenerateResult = await agenerate_traced(backend, request)
             except BackendError as exc:
                 return Outcome(
                     Status.ERROR,
@@ -231,6 +238,15 @@ class ModelJudge(Judge[InT, OutT]):
             attempts=sum(o.attempts for o in outcomes),
             status=status,
         )
+
+
+def _as_backend(obj: Any) -> Backend:
+    """A backend as is; a LangChain chat model wrapped (once per model)."""
+    if hasattr(obj, "generate") and hasattr(obj, "capabilities"):
+        return obj  # type: ignore[no-any-return]
+    from judgegraph.backends import as_backend
+
+    return as_backend(obj)
 
 
 def _copies_input(text: str, fields: Mapping[str, str | None]) -> bool:

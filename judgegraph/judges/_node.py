@@ -3,7 +3,8 @@
 The node maps state keys to the judge's input, takes its backend from the
 graph's runtime context (never from state), and writes the result under
 ``output_key``. It also emits the result on the ``custom`` stream so verdicts
-can be shown as they complete.
+can be shown as they complete. When anyone traces, the judge is a chain run
+under the node and each model call an LLM run under the judge.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 
 from ._base import Judge, JudgeInputError, context_from_config
+from ._tracing import tracing_active
 
 __all__ = ["create_batch_judge_node", "create_judge_node"]
 
@@ -62,7 +64,12 @@ def create_judge_node(
     """
 
     async def judge_node(state: Any, config: RunnableConfig, runtime: Any = None) -> dict[str, Any]:
-        result = await judge.ajudge(_extract(state, inputs, judge.input_model), context=_context(runtime, config))
+        value, context = _extract(state, inputs, judge.input_model), _context(runtime, config)
+        if tracing_active(config):
+            # A run of its own under the node, its model calls under it.
+            result = await judge.arun_in(value, context, config)
+        else:
+            result = await judge.ajudge(value, context=context)
         writer = getattr(runtime, "stream_writer", None)
         if writer is not None:
             writer({"judge": judge.name, output_key: result})

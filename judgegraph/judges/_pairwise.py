@@ -27,6 +27,7 @@ class PairwiseJudge(ModelJudge[PairwiseInput, PairwiseVerdict]):
 
     input_model = PairwiseInput
     default_template = "pairwise-scores"
+    template_kind = "pairwise"  # the template kind this judge renders
 
     def __init__(
         self,
@@ -51,8 +52,8 @@ class PairwiseJudge(ModelJudge[PairwiseInput, PairwiseVerdict]):
             top_logprobs=top_logprobs,
             repair=repair,
         )
-        if self.template.kind != "pairwise":
-            raise ValueError(f"template {self.template.id!r} is not a pairwise template")
+        if self.template.kind != self.template_kind:
+            raise ValueError(f"template {self.template.id!r} is not a {self.template_kind} template")
         self.swap = swap or SwapPolicy()
 
     async def _judge(self, item: PairwiseInput, backend: Backend) -> PairwiseVerdict:

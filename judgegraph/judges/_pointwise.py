@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from judgegraph._templates import Template, generic_rubric, neutralize, rubric_text
+from judgegraph._templates import Template, generic_rubric, rubric_text
 from judgegraph.backends import Backend
-from judgegraph.types import ConversationInput, Message, PointwiseInput, PointwiseScore, Rubric, Status
+from judgegraph.types import ConversationInput, PointwiseInput, PointwiseScore, Rubric, Status
 
 from ._base import JudgeInputError, coerce_input
 from ._model import ModelJudge, Outcome
+from ._transcript import render_message, render_transcript
 
 __all__ = [
     "MultiTurnJudge",
@@ -90,13 +91,6 @@ class PointwiseJudge(_ScoreJudge):
         return self._score(await self._call(backend, fields, scale), scale, backend, started)
 
 
-def _transcript(messages: list[Message]) -> str:
-    # Each turn is neutralised on its own too (the template then neutralises
-    # the whole): a turn ending in "[" and the next starting "RESULT] 5" must
-    # not meet as a marker when a judge echoes the turns run together.
-    return "\n\n".join(f"[{m.role}]\n{neutralize(m.content)}" for m in messages if m.role != "system")
-
-
 class MultiTurnJudge(_ScoreJudge):
     """Score a conversation.
 
@@ -156,7 +150,7 @@ class MultiTurnJudge(_ScoreJudge):
         started = time.perf_counter()
         scale = self._scale_for(item.rubric)
         fields: dict[str, str | None] = {
-            "conversation": _transcript(item.messages),
+            "conversation": render_transcript(item.messages),
             "reference": item.reference,
             "rubric_text": self._rubric_text(item.rubric, scale),
         }
@@ -166,8 +160,8 @@ class MultiTurnJudge(_ScoreJudge):
         started = time.perf_counter()
         scale = self._scale_for(item.rubric)
         fields: dict[str, str | None] = {
-            "conversation": _transcript(item.messages[:turn]) or "(no earlier turns)",
-            "response": item.messages[turn].content,
+            "conversation": render_transcript(item.messages[:turn]) or "(no earlier turns)",
+            "response": render_message(item.messages[turn]),
             "reference": item.reference,
             "rubric_text": self._rubric_text(item.rubric, scale),
         }

@@ -338,7 +338,7 @@ def test_cli_eval_then_report(tmp_path: Path, loopback: Any) -> None:
             "--json",
         ]
         res = runner.invoke(app, args)
-        assert res.exit_code == 0, res.output
+        assert res.exit_code == 1, res.output  # one row unparsed, one invalid: a failed row is a failed job
         summary = json.loads(res.stdout[res.stdout.index("{") :])
         assert (summary["rows"], summary["ok"], summary["unparsed"], summary["invalid"]) == (12, 10, 1, 1)
         bad = runner.invoke(app, ["eval", str(src), "--model", "m", "--base-url", server.url, "--map", "oops"])

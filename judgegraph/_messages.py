@@ -1,0 +1,184 @@
+"""The one place where chat messages from outside become judgegraph's shape.
+
+Judges take conversations and agent runs as LangChain messages
+(``HumanMessage``, ``AIMessage`` with ``tool_calls``, ``ToolMessage``,
+``SystemMessage``), their dict forms (``model_dump()`` and
+``messages_to_dict()``), OpenAI-style dicts (``tool_calls[].function.arguments``
+as a JSON string), ``(role, content)`` tuples, judgegraph ``Message`` objects,
+or a ``MessagesState``-shaped ``{"messages": [...]}``. :func:`normalize_messages`
+turns any of these into plain dicts with the fields of
+:class:`judgegraph.types.Message`, and names the message index and field of
+anything it cannot read. LangChain's own ``convert_to_messages`` does the
+parsing of foreign shapes, so its aliases (``human``/``ai``/``developer``...)
+are accepted exactly as LangChain accepts them.
+
+This module sits below ``types`` and imports nothing from judgegraph.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["check_tool_links", "normalize_messages"]
+
+_ROLES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant", "system": "system"}
+_ROLES |= {"developer": "system", "tool": "tool", "function": "tool"}
+_OWN_FIELDS = {"role", "content", "tool_calls", "tool_call_id", "name", "error"}
+_OWN_CALL_FIELDS = {"name", "args", "id", "error", "type"}
+
+
+def normalize_messages(value: Any, *, field: str = "messages") -> Any:
+    """``value`` as a list of Message-shaped dicts; anything that is not a
+    list of messages (or a state holding one) is returned as is, for pydantic
+    to reject with its own error."""
+    if isinstance(value, Mapping) and "messages" in value and "role" not in value and "type" not in value:
+        value = value["messages"]  # a MessagesState-shaped state
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        return value
+    return [_one(m, f"{field}[{i}]") for i, m in enumerate(value)]
+
+
+def check_tool_links(messages: Sequence[Mapping[str, Any]], *, field: str = "messages") -> None:
+    """Raise ValueError when a tool result names a call that no earlier
+    assistant message made: the run is out of order or spliced."""
+    made: set[str] = set()
+    for i, m in enumerate(messages):
+        for call in m.get("tool_calls") or ():
+            if call.get("id"):
+                made.add(call["id"])
+        link = m.get("tool_call_id")
+        if m.get("role") == "tool" and link and link not in made:
+            raise ValueError(f"{field}[{i}].tool_call_id: {link!r} answers no earlier tool call")
+
+
+def _one(message: Any, where: str) -> Any:
+    from langchain_core.messages import BaseMessage, convert_to_messages, messages_from_dict
+
+    if isinstance(message, BaseMessage):
+        return _from_langchain(message, where)
+    if hasattr(message, "model_dump") and hasattr(message, "role"):
+        return message.model_dump()  # judgegraph's own Message
+    if isinstance(message, Mapping):
+        if "data" in message and "type" in message and isinstance(message["data"], Mapping):
+            return _from_langchain(_lc(lambda: messages_from_dict([dict(message)])[0], where), where)
+        if _is_own_shape(message):
+            calls = [{k: v for k, v in c.items() if k != "type"} for c in message.get("tool_calls") or ()]
+            return {**message, "tool_calls": calls} if calls else dict(message)
+        message = _check_openai_calls(message, where)
+    elif not isinstance(message, tuple | list | str):
+        raise ValueError(
+            f"{where}: expected a message (LangChain message, dict or tuple), got {type(message).__name__}"
+        )
+    return _from_langchain(_lc(lambda: convert_to_messages([message])[0], where), where)  # type: ignore[list-item]
+
+
+def _is_own_shape(message: Mapping[str, Any]) -> bool:
+    """A dict already in judgegraph's Message shape (e.g. ``Message.model_dump()``)."""
+    if message.get("role") not in ("system", "user", "assistant", "tool") or not isinstance(
+        message.get("content"), str
+    ):
+        return False
+    if not set(message) <= _OWN_FIELDS:
+        return False
+    calls = message.get("tool_calls") or ()
+    return isinstance(calls, list | tuple) and all(
+        isinstance(c, Mapping) and set(c) <= _OWN_CALL_FIELDS and c.get("type", "tool_call") == "tool_call"
+        for c in calls
+    )
+
+
+def _lc(convert: Any, where: str) -> Any:
+    try:
+        return convert()
+    except (ValueError, KeyError, TypeError, NotImplementedError) as exc:
+        first = str(exc).split("\n", 1)[0]
+        raise ValueError(f"{where}: not a readable message: {first}") from None
+
+
+def _check_openai_calls(message: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    """OpenAI-style tool calls carry their arguments as JSON text; read them
+    here so a bad one is reported with its place, not as a bare JSON error."""
+    calls = message.get("tool_calls")
+    if not calls:
+        return message
+    if not isinstance(calls, Sequence) or isinstance(calls, str):
+        raise ValueError(f"{where}.tool_calls: expected a list of tool calls")
+    fixed = []
+    for j, call in enumerate(calls):
+        at = f"{where}.tool_calls[{j}]"
+        if not isinstance(call, Mapping):
+            raise ValueError(f"{at}: expected a mapping, got {type(call).__name__}")
+        fn = call.get("function")
+        if fn is None:
+            if not isinstance(call.get("name"), str) or not call["name"].strip():
+                raise ValueError(f"{at}.name: must be a non-empty string")
+            if not isinstance(call.get("args", {}), Mapping):
+                raise ValueError(f"{at}.args: must be a mapping of argument names to values")
+            fixed.append({"type": "tool_call", "args": {}, **call})
+            continue
+        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str) or not fn["name"].strip():
+            raise ValueError(f"{at}.function.name: must be a non-empty string")
+        raw = fn.get("arguments") or "{}"
+        try:
+            args = json.loads(raw) if isinstance(raw, str) else raw
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{at}.function.arguments: not valid JSON ({exc.msg} at char {exc.pos})") from None
+        if not isinstance(args, Mapping):
+            raise ValueError(f"{at}.function.arguments: must be a JSON object, got {type(args).__name__}")
+        fixed.append({"name": fn["name"], "args": dict(args), "id": call.get("id"), "type": "tool_call"})
+    return {**message, "tool_calls": fixed, "content": message.get("content") or ""}
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content or ():
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, Mapping) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif isinstance(block, Mapping):
+            # Images, audio, files: the judge sees that they were there.
+            parts.append(f"({block.get('type', 'non-text')} content not shown)")
+    return "\n".join(p for p in parts if p)
+
+
+def _from_langchain(message: Any, where: str) -> dict[str, Any]:
+    kind = message.type
+    if kind == "chat":
+        kind = getattr(message, "role", "")
+    if kind == "remove":
+        raise ValueError(f"{where}: a RemoveMessage is a state-reducer instruction, not a message")
+    role = _ROLES.get(kind)
+    if role is None:
+        raise ValueError(f"{where}.role: {kind!r} is not a chat role (system, user, assistant or tool)")
+    out: dict[str, Any] = {"role": role, "content": _text(message.content)}
+    if role == "assistant":
+        found = getattr(message, "tool_calls", None) or ()
+        calls = [{"name": c["name"], "args": dict(c.get("args") or {}), "id": c.get("id")} for c in found]
+        for c in getattr(message, "invalid_tool_calls", None) or ():
+            # The agent asked for a call whose arguments did not parse: that
+            # is part of the run to judge, not malformed input.
+            calls.append(
+                {
+                    "name": c.get("name") or "(unnamed)",
+                    "args": {},
+                    "id": c.get("id"),
+                    "error": f"arguments are not valid JSON: {str(c.get('args'))[:200]!r}",
+                }
+            )
+        for j, c in enumerate(calls):
+            if not isinstance(c["name"], str) or not c["name"].strip():
+                raise ValueError(f"{where}.tool_calls[{j}].name: must be a non-empty string")
+        if calls:
+            out["tool_calls"] = calls
+    if role == "tool":
+        out["tool_call_id"] = getattr(message, "tool_call_id", None) or None
+        out["error"] = getattr(message, "status", "success") == "error"
+    name = getattr(message, "name", None)
+    if name and role in ("tool", "assistant", "user"):
+        out["name"] = name
+    return out

@@ -1,0 +1,71 @@
+"""One long-lived event loop for every sync call into async code.
+
+A new loop per sync call (``asyncio.run``) strands what lives on that loop:
+each call built an HTTP client, and its sockets stayed open after the loop
+closed. An anyio blocking portal runs one loop in a daemon thread instead, so
+sync callers share clients and connection pools the way async callers do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import threading
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+__all__ = ["portal_thread", "run_sync"]
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_portal: BlockingPortal | None = None
+_cm: AbstractContextManager[BlockingPortal] | None = None
+_thread: threading.Thread | None = None
+
+
+def _get_portal() -> BlockingPortal:
+    global _portal, _cm, _thread
+    with _lock:
+        if _portal is None:
+            _cm = start_blocking_portal("asyncio")
+            _portal = _cm.__enter__()
+            _thread = _portal.call(threading.current_thread)
+            atexit.register(_stop)
+        return _portal
+
+
+def _stop() -> None:
+    global _portal, _cm
+    with _lock:
+        cm, _cm, _portal = _cm, None, None
+    if cm is not None:
+        cm.__exit__(None, None, None)
+
+
+def portal_thread() -> threading.Thread | None:
+    """The thread the shared loop runs in, once started."""
+    return _thread
+
+
+async def _await(aw: Awaitable[T]) -> T:
+    return await aw
+
+
+def run_sync(aw: Awaitable[T]) -> T:
+    """Run ``aw`` on the shared loop and wait for it, from any thread.
+
+    From inside that loop's own thread (a sync call made by async code running
+    there) waiting on it would deadlock, so that rare case gets a private loop
+    in a helper thread.
+    """
+    if threading.current_thread() is _thread:
+        import concurrent.futures
+
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, _await(aw)).result()
+    call: Callable[..., Any] = _get_portal().call
+    return call(_await, aw)  # type: ignore[no-any-return]
