@@ -238,6 +238,8 @@ def eval_command(
 
     batch_options = BatchOptions(batch_discount=batch_discount, poll_initial_s=poll_interval)
     if dry_run:
+        from ._batch_cli import dry_run as _dry_run
+
         _dry_run(console, spec, store, batch_options, as_json=as_json, rerun_failed=rerun_failed)
         return
     bar = _progress(console) if progress else None
@@ -355,35 +357,6 @@ def eval_command(
 
 def _cost(usd: float | None) -> str:
     return "unpriced" if usd is None else f"${usd:.4f}"
-
-
-def _dry_run(console: Console, spec: Any, store: Path, options: Any, *, as_json: bool, rerun_failed: bool) -> None:
-    from ._batch import aestimate_batch_job
-    from ._spec import build_backend, build_judge
-
-    est = asyncio.run(
-        aestimate_batch_job(
-            spec.source,
-            judge=build_judge(spec.judge),
-            kind=spec.judge.kind,
-            store=store if store.exists() else None,
-            context={"backend": build_backend(spec.backend)},
-            options=options,
-            rerun_failed=rerun_failed,
-        )
-    )
-    if as_json:
-        sys.stdout.write(est.model_dump_json(indent=2) + "\n")
-        return
-
-    def usd(v: float | None) -> str:
-        return "unknown (give --price-in/--price-out)" if v is None else f"${v:.4f}"
-
-    console.print(
-        f"dry run: {est.items} items to judge, {est.requests} requests, about {est.prompt_tokens:,} prompt tokens"
-        f" and at most {est.completion_tokens:,} completion tokens; cost live {usd(est.live_cost_usd)},"
-        f" batch {usd(est.batch_cost_usd)} (repair requests not included). Nothing was sent."
-    )
 
 
 def report_command(
