@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._parsing import ParseError, parse_output
 from ._templates import Template, get_template, list_templates, register_template
+from . import _criteria  # noqa: F401  (registers the prebuilt criteria templates)
 from ._wings import mount_root_wings
 from .backends import (
     Backend,

@@ -136,7 +136,18 @@ def _rationale(text: str, end: int) -> str | None:
     return body or None
 
 
-def _parse_text(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
+def _label_at(text: str, pos: int, labels: Sequence[str]) -> tuple[str, int, int] | None:
+    """The label right after ``pos``: (label, start, end), whole-word and case-insensitive."""
+    m = re.compile(r"\s*+[:=\-]?\s*+[\[(\"'`]?").match(text, pos)
+    start = m.end() if m else pos
+    for label in sorted(labels, key=len, reverse=True):  # "not sure" before "not"
+        end = start + len(label)
+        if text[start:end].casefold() == label.casefold() and not (end < len(text) and text[end].isalnum()):
+            return label, start, end
+    return None
+
+
+def _parse_text(raw: str, kind: ParserKind, scale: tuple[int, int], labels: Sequence[str] = ()) -> Parsed:
     cleaned, index = _clean(raw)
     text = _blank_echoes(cleaned)
     if kind == "two_scores":
@@ -149,6 +160,14 @@ def _parse_text(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
         _tail_is_empty(text, m.end(), "[SCORES]")
         return Parsed((a, b), _rationale(text, mk.start()), index[m.start(1)])
     mk = _last_marker(text, _RESULT, "[RESULT]")
+    if kind == "label":
+        found = _label_at(text, mk.end(), labels)
+        if found is None:
+            after = text[mk.end() :].strip()[:40]
+            raise ParseError(f"[RESULT] is followed by {after!r}, which is not one of {list(labels)}")
+        label, start, end = found
+        _tail_is_empty(text, end, "[RESULT]")
+        return Parsed(label, _rationale(text, mk.start()), index[start])
     if kind == "score":
         m = _NUMBER.match(text, mk.end())
         if m is None:
@@ -193,7 +212,7 @@ def _json_offset(raw: str, key: str) -> int | None:
     return m.end() if m else None
 
 
-def _parse_json(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
+def _parse_json(raw: str, kind: ParserKind, scale: tuple[int, int], labels: Sequence[str] = ()) -> Parsed:
     body = raw.strip()
     fence = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.S)
     if fence:
@@ -208,6 +227,13 @@ def _parse_json(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
     rationale = rationale.strip() or None if isinstance(rationale, str) else None
     if kind == "score":
         return Parsed(_json_int(obj, "score", scale), rationale, _json_offset(raw, "score"))
+    if kind == "label":
+        v = obj.get("label")
+        # Exact, up to case and surrounding space: "yes." or "Yes, mostly" is not a label.
+        match = [lb for lb in labels if isinstance(v, str) and v.strip().casefold() == lb.casefold()]
+        if not match:
+            raise ParseError(f"JSON field 'label' must be one of {list(labels)}, got {v!r}")
+        return Parsed(match[0], rationale, _json_offset(raw, "label"))
     if kind == "two_scores":
         a = _json_int(obj, "score_a", scale)
         b = _json_int(obj, "score_b", scale)
@@ -221,13 +247,18 @@ def _parse_json(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
     return Parsed("tie" if choice == "TIE" else choice, rationale, _json_offset(raw, "winner"))
 
 
-def parse_output(raw: str, *, kind: ParserKind, scale: tuple[int, int], structured: bool = False) -> Parsed:
-    """Parse one judge output or raise :class:`ParseError` with the reason."""
+def parse_output(
+    raw: str, *, kind: ParserKind, scale: tuple[int, int], structured: bool = False, labels: Sequence[str] = ()
+) -> Parsed:
+    """Parse one judge output or raise :class:`ParseError` with the reason.
+    ``labels`` are the allowed verdicts of the ``label`` kind."""
     if not raw or not raw.strip():
         raise ParseError("empty output")
+    if kind == "label" and not labels:
+        raise ValueError("the label parser needs the allowed labels")
     if structured:
-        return _parse_json(raw, kind, scale)
-    return _parse_text(raw, kind, scale)
+        return _parse_json(raw, kind, scale, labels)
+    return _parse_text(raw, kind, scale, labels)
 
 
 def value_distribution(
@@ -245,7 +276,7 @@ def value_distribution(
     token, so on a 1-10 scale the mass of "1" covers 1 and 10: we then return
     None rather than a wrong distribution.
     """
-    if not tokens or offset is None:
+    if not tokens or offset is None or kind == "label":
         return None
     if kind in ("score", "two_scores") and scale[1] >= 10:
         return None
