@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import _criteria  # noqa: F401  (registers the prebuilt criteria templates)
 from ._parsing import ParseError, parse_output
 from ._templates import Template, get_template, list_templates, register_template
-from . import _criteria  # noqa: F401  (registers the prebuilt criteria templates)
 from ._wings import mount_root_wings
 from .backends import (
     Backend,
     BackendError,
+    CachedBackend,
     Capabilities,
     GenerateRequest,
     GenerateResult,
+    MemoryCache,
     MissingExtraError,
     ScriptedBackend,
+    SqliteCache,
     TokenLogprob,
 )
 from .cascade import (
@@ -49,6 +52,7 @@ from .judges import (
     EnsembleJudge,
     Judge,
     JudgeInputError,
+    LabelledExample,
     LLMBarReplay,
     ModelJudge,
     MultiTurnJudge,
@@ -56,10 +60,13 @@ from .judges import (
     PointwiseJudge,
     ReplayJudge,
     RubricJudge,
+    SentenceJudge,
     VerdictRecord,
+    acheck_few_shot,
     arecord_verdicts,
     create_batch_judge_node,
     create_ensemble_judge,
+    create_judge,
     create_judge_node,
     create_multiturn_judge,
     create_pairwise_judge,
@@ -74,6 +81,8 @@ from .judges import (
 from .types import (
     ConversationInput,
     Criterion,
+    EvaluatorResult,
+    LabelVerdict,
     MemberRecord,
     Message,
     PairwiseInput,
@@ -104,6 +113,7 @@ __all__ = [
     "BackendError",
     "BaseJudge",
     "Budget",
+    "CachedBackend",
     "CalibrationStep",
     "Capabilities",
     "CascadeCalibration",
@@ -114,13 +124,17 @@ __all__ = [
     "Criterion",
     "EnsembleJudge",
     "EscalationPolicy",
+    "EvaluatorResult",
     "GenerateRequest",
     "GenerateResult",
     "Judge",
     "JudgeInputError",
     "LLMBarReplay",
+    "LabelVerdict",
+    "LabelledExample",
     "LowConfidence",
     "MemberRecord",
+    "MemoryCache",
     "Message",
     "MissingExtraError",
     "ModelJudge",
@@ -144,6 +158,8 @@ __all__ = [
     "RubricResult",
     "ScoreMargin",
     "ScriptedBackend",
+    "SentenceJudge",
+    "SqliteCache",
     "Status",
     "SwapInconsistency",
     "SwapPolicy",
@@ -156,6 +172,7 @@ __all__ = [
     "TransformersBackend",
     "Usage",
     "VerdictRecord",
+    "acheck_few_shot",
     "agreement_credit",
     "arecord_verdicts",
     "calibrate_cascade",
@@ -165,6 +182,7 @@ __all__ = [
     "create_batch_judge_node",
     "create_cascade_judge",
     "create_ensemble_judge",
+    "create_judge",
     "create_judge_node",
     "create_multiturn_judge",
     "create_pairwise_judge",

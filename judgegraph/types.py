@@ -280,9 +280,7 @@ class EvaluatorResult(TypedDict):
     source_run_id: str | None
 
 
-def _evaluator_result(
-    result: _Result, key: str, score: float | bool | None, extra: dict[str, Any]
-) -> EvaluatorResult:
+def _evaluator_result(result: _Result, key: str, score: float | bool | None, extra: dict[str, Any]) -> EvaluatorResult:
     comment = result.rationale if result.ok else f"[{result.status.value}] {result.reason}"
     metadata: dict[str, Any] = {
         "status": result.status.value,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._cache import CachedBackend, JudgeCache, MemoryCache, SqliteCache, cache_key, server_identity
 from ._protocol import (
     Backend,
     BackendError,
@@ -29,22 +30,28 @@ if TYPE_CHECKING:
 __all__ = [
     "Backend",
     "BackendError",
+    "CachedBackend",
     "Capabilities",
     "GenerateRequest",
     "GenerateResult",
+    "JudgeCache",
+    "MemoryCache",
     "MissingExtraError",
     "OpenAIBackend",
     "RateLimitedBackend",
     "RateLimiter",
     "Retryable",
     "ScriptedBackend",
+    "SqliteCache",
     "TGIBackend",
     "TokenBucket",
     "TokenLogprob",
     "TransformersBackend",
     "awith_retries",
+    "cache_key",
     "chatml_prompt",
     "parse_retry_after",
+    "server_identity",
 ]
 
 _LAZY = {

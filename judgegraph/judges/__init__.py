@@ -48,6 +48,7 @@ from ._replay import (
     write_verdicts,
 )
 from ._rubric import RubricJudge, create_rubric_judge
+from ._sentence import FewShotCheck, LabelledExample, SentenceJudge, acheck_few_shot, create_judge, similarity
 
 __all__ = [
     "CONTEXT_CONFIG_KEY",
@@ -55,9 +56,11 @@ __all__ = [
     "BaseJudge",
     "CompositeJudge",
     "EnsembleJudge",
+    "FewShotCheck",
     "Judge",
     "JudgeInputError",
     "LLMBarReplay",
+    "LabelledExample",
     "ModelJudge",
     "MultiTurnJudge",
     "Outcome",
@@ -66,7 +69,9 @@ __all__ = [
     "ReplayJudge",
     "Result",
     "RubricJudge",
+    "SentenceJudge",
     "VerdictRecord",
+    "acheck_few_shot",
     "arecord_verdicts",
     "arun_part",
     "coerce_input",
@@ -74,6 +79,7 @@ __all__ = [
     "cost_of",
     "create_batch_judge_node",
     "create_ensemble_judge",
+    "create_judge",
     "create_judge_node",
     "create_multiturn_judge",
     "create_pairwise_judge",
@@ -87,6 +93,7 @@ __all__ = [
     "llmbar_replay",
     "read_verdicts",
     "run_sync",
+    "similarity",
     "sum_usage",
     "verdict_text",
     "worst",
