@@ -28,10 +28,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal, Required
 
+from langgraph.cache.base import BaseCache
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Checkpointer
+from langgraph.types import CachePolicy, Checkpointer
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
@@ -108,6 +109,8 @@ def create_guardrail_graph(
     max_revisions: int = 1,
     context_schema: type[Any] = JudgeContext,
     checkpointer: Checkpointer = None,
+    cache: BaseCache[Any] | None = None,
+    cache_policy: CachePolicy[Any] | None = None,
     name: str = "guardrail",
 ) -> CompiledStateGraph[GuardrailState, Any, GuardrailGraphInput, GuardrailGraphOutput]:
     """A compiled guardrail graph.
@@ -197,7 +200,7 @@ def create_guardrail_graph(
         input_schema=GuardrailGraphInput,
         output_schema=GuardrailGraphOutput,
     )
-    builder.add_node("judge", judge_answer)
+    builder.add_node("judge", judge_answer, cache_policy=cache_policy)
     builder.add_edge(START, "judge")
     if reviser is not None:
         builder.add_node("reviser", reviser)
@@ -205,4 +208,4 @@ def create_guardrail_graph(
         builder.add_conditional_edges("judge", route, ["reviser", END])
     else:
         builder.add_edge("judge", END)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    return builder.compile(checkpointer=checkpointer, cache=cache, name=name)
