@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -277,7 +277,8 @@ class EvaluatorResult(TypedDict):
     score: float | bool | None
     comment: str | None
     metadata: dict[str, Any] | None
-    source_run_id: str | None
+    # openevals sets it only when the judge call was traced; so do we (never).
+    source_run_id: NotRequired[str | None]
 
 
 def _evaluator_result(result: _Result, key: str, score: float | bool | None, extra: dict[str, Any]) -> EvaluatorResult:
@@ -289,9 +290,7 @@ def _evaluator_result(result: _Result, key: str, score: float | bool | None, ext
         "confidence": result.confidence,
         "provenance": result.provenance.model_dump(mode="json") if result.provenance else None,
     }
-    return EvaluatorResult(
-        key=key, score=score if result.ok else None, comment=comment, metadata=metadata, source_run_id=None
-    )
+    return EvaluatorResult(key=key, score=score if result.ok else None, comment=comment, metadata=metadata)
 
 
 class _Result(FrozenModel):

@@ -10,7 +10,7 @@
 from judgegraph.types import EvaluatorResult
 
 from ._fields import EvaluatorArgs, FieldSource, resolve_fields
-from ._langsmith import as_async_evaluator, as_comparative_evaluator, as_evaluator
+from ._langsmith import as_async_evaluator, as_comparative_evaluator, as_evaluator, offline_client
 
 __all__ = [
     "EvaluatorArgs",
@@ -19,5 +19,6 @@ __all__ = [
     "as_async_evaluator",
     "as_comparative_evaluator",
     "as_evaluator",
+    "offline_client",
     "resolve_fields",
 ]

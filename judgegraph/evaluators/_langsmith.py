@@ -18,7 +18,7 @@ from judgegraph.types import EvaluatorResult, PairwiseInput, PairwiseVerdict, St
 
 from ._fields import FieldSource, resolve_fields
 
-__all__ = ["as_async_evaluator", "as_comparative_evaluator", "as_evaluator"]
+__all__ = ["as_async_evaluator", "as_comparative_evaluator", "as_evaluator", "offline_client"]
 
 # When no mapping is given: the request from the example's inputs, the answer
 # from the run's outputs, the reference (if any) from the example's outputs.
@@ -28,6 +28,19 @@ _DEFAULTS: dict[str, FieldSource] = {
     "reference": "reference_outputs",
 }
 _OPTIONAL = frozenset({"reference", "context", "rubric"})
+
+
+def offline_client() -> Any:
+    """A ``langsmith.Client`` for ``evaluate(..., upload_runs=False, client=offline_client())``.
+
+    A plain ``Client()`` asks the endpoint for its ``/info`` even when nothing
+    is uploaded; this one is given that answer up front, so the process sends
+    nothing at all.
+    """
+    from langsmith import Client
+    from langsmith.schemas import LangSmithInfo
+
+    return Client(info=LangSmithInfo())
 
 
 def _mapping(judge: Judge[Any, Any], inputs: Mapping[str, FieldSource] | None) -> dict[str, FieldSource]:
