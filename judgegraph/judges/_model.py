@@ -104,7 +104,10 @@ class ModelJudge(Judge[InT, OutT]):
             except JudgeInputError as exc:
                 return exc
             async with sem:
-                return await self._judge(item, b)
+                try:
+                    return await self._judge(item, b)
+                except JudgeInputError as exc:  # e.g. a field the template requires
+                    return JudgeInputError(f"item {i}: {exc}")
 
         return list(await asyncio.gather(*(one(i, v) for i, v in enumerate(values))))
 
