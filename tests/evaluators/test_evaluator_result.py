@@ -56,7 +56,9 @@ async def test_pairwise_and_rubric_shapes() -> None:
     out = v.to_evaluator_result()
     assert out["score"] == 0.0 and out["metadata"] is not None and out["metadata"]["winner"] == "B"
     rubric = Rubric(criterion="accuracy", levels={1: "bad", 2: "ok", 3: "good"})
-    judge = RubricJudge(ScriptedBackend(lambda req: "Fine. [RESULT] 3"), criteria=[Criterion(name="acc", rubric=rubric)])
+    judge = RubricJudge(
+        ScriptedBackend(lambda req: "Fine. [RESULT] 3"), criteria=[Criterion(name="acc", rubric=rubric)]
+    )
     r = await judge.ajudge(ITEM)
     rout = r.to_evaluator_result()
     assert rout["score"] == pytest.approx(1.0)

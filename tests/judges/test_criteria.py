@@ -58,9 +58,7 @@ async def test_criterion_renders_parses_and_scores(server: LoopbackServer, templ
     assert v.score == (1 if template.endswith("-ref") else 4)
     assert v.provenance is not None and (v.provenance.template_id, v.provenance.template_version) == (template, 1)
     # The rendered prompt carries the criterion and, where needed, its sources.
-    prompt = judge.template.render(
-        {**item, "examples": None}, scale=judge.scale, structured=False
-    )[1].content
+    prompt = judge.template.render({**item, "examples": None}, scale=judge.scale, structured=False)[1].content
     assert QUESTION[template.removesuffix("-ref")] in prompt
     assert ("⟦begin context⟧" in prompt) == ("context" in needs)
     assert ("⟦begin reference answer⟧" in prompt) == template.endswith("-ref")
