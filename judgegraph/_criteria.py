@@ -140,7 +140,7 @@ def _template(spec: CriterionSpec, *, with_reference: bool) -> Template:
         if with_reference
         else ""
     )
-    requires = ("reference",) if with_reference else ()
+    requires: tuple[str, ...] = ("reference",) if with_reference else ()
     if spec.needs_context:
         requires += ("context",)
     return Template(
