@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ._score_distribution import topk_distribution
 from ._templates import DELIM_CLOSE, DELIM_OPEN, ParserKind
 from .types import TokenLogprob
 
@@ -269,48 +270,9 @@ def value_distribution(
     kind: ParserKind,
     scale: tuple[int, int],
 ) -> dict[int | str, float] | None:
-    """Probability of each admissible value at the value's token position.
-
-    Reads the top-k alternatives of the token that starts the parsed value.
-    Multi-token values (e.g. "10" split as "1","0") are read from their first
-    token, so on a 1-10 scale the mass of "1" covers 1 and 10: we then return
-    None rather than a wrong distribution.
-    """
-    if not tokens or offset is None or kind == "label":
+    """Probability of each admissible value, from the top-k logprobs of the
+    tokens from ``offset`` on; multi-token values ("10") included, with the
+    approximation stated in :mod:`judgegraph._score_distribution`."""
+    if kind == "label":  # a label verdict has no token distribution yet
         return None
-    if kind in ("score", "two_scores") and scale[1] >= 10:
-        return None
-    pos = 0
-    target: TokenLogprob | None = None
-    for tok in tokens:
-        end = pos + len(tok.token)
-        if pos <= offset < end or (offset == end and not tok.token.strip()):
-            target = tok
-            if tok.token.strip():
-                break
-        pos = end
-    if target is None:
-        return None
-    mass: dict[int | str, float] = {}
-    alternatives = target.top or [(target.token, target.logprob)]
-    for text, logprob in alternatives:
-        key = _value_of(text, kind, scale)
-        if key is not None:
-            mass[key] = mass.get(key, 0.0) + math.exp(logprob)
-    total = sum(mass.values())
-    if total <= 0:
-        return None
-    return {k: v / total for k, v in sorted(mass.items(), key=lambda kv: str(kv[0]))}
-
-
-def _value_of(token: str, kind: ParserKind, scale: tuple[int, int]) -> int | str | None:
-    t = token.strip().strip('"').upper()
-    if kind in ("score", "two_scores"):
-        if re.fullmatch(r"\d+", t) and scale[0] <= int(t) <= scale[1]:
-            return int(t)
-        return None
-    if t in ("A", "B"):
-        return t
-    if kind == "choice" and t and "TIE".startswith(t) and t != "":
-        return "tie"
-    return None
+    return topk_distribution(tokens, offset, kind=kind, scale=scale)

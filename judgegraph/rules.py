@@ -63,7 +63,14 @@ def flip_verdict(v: PairwiseVerdict) -> PairwiseVerdict:
         return v
     dist = {SWAPPED_WINNER.get(k, k): p for k, p in v.distribution.items()} if v.distribution else None
     return v.model_copy(
-        update={"winner": SWAPPED_WINNER[v.winner], "score_a": v.score_b, "score_b": v.score_a, "distribution": dist}
+        update={
+            "winner": SWAPPED_WINNER[v.winner],
+            "score_a": v.score_b,
+            "score_b": v.score_a,
+            "expected_score_a": v.expected_score_b,
+            "expected_score_b": v.expected_score_a,
+            "distribution": dist,
+        }
     )
 
 
@@ -90,6 +97,10 @@ def merge_orders(ab: PairwiseVerdict, ba: PairwiseVerdict, *, policy: SwapPolicy
         winner = "A" if score_a > score_b else "B" if score_b > score_a else "tie"
     else:
         winner = ab.winner
+    expected_a = expected_b = None
+    if ab.expected_score_a is not None and ba.expected_score_a is not None:
+        expected_a = (ab.expected_score_a + ba.expected_score_a) / 2
+        expected_b = ((ab.expected_score_b or 0.0) + (ba.expected_score_b or 0.0)) / 2
     distribution = None
     if ab.distribution is not None and ba.distribution is not None:
         keys = set(ab.distribution) | set(ba.distribution)
@@ -102,6 +113,8 @@ def merge_orders(ab: PairwiseVerdict, ba: PairwiseVerdict, *, policy: SwapPolicy
         winner=winner,
         score_a=score_a,
         score_b=score_b,
+        expected_score_a=expected_a,
+        expected_score_b=expected_b,
         rationale=ab.rationale,
         confidence=confidence,
         distribution=distribution,

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from judgegraph._parsing import Parsed, ParseError, parse_output, value_distribution
+from judgegraph._parsing import Parsed, ParseError, parse_output
+from judgegraph._score_distribution import DistributionMethod
 from judgegraph._templates import Template, get_template
 from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult
 from judgegraph.types import Message, Provenance, Status, Usage
 
-from ._base import Judge, JudgeInputError, coerce_input, find_in_context
+from ._base import Judge, find_in_context
+from ._distribution import adistributions
 
 __all__ = ["BaseJudge", "ModelJudge", "Outcome"]
 
@@ -38,6 +39,9 @@ class Outcome:
     latency_s: float
     model: str
     distribution: dict[int | str, float] | None
+    # Score B's distribution for a pair of scores; how both were read.
+    second_distribution: dict[int | str, float] | None = None
+    distribution_method: DistributionMethod | None = None
 
 
 _REPAIR = "Your previous answer could not be read ({reason}). Answer again in the required format. {fmt}"
@@ -78,39 +82,6 @@ class ModelJudge(Judge[InT, OutT]):
 
     # ------------------------------------------------------------ public API
 
-    async def ajudge(
-        self, value: InT | Mapping[str, Any], *, backend: Backend | None = None, context: Any = None
-    ) -> OutT:
-        """Judge one input; ``backend`` overrides the judge's own for this call."""
-        item = coerce_input(self.input_model, value)
-        return await self._judge(item, self.resolve_backend(backend, context))
-
-    async def ajudge_many(
-        self,
-        values: Sequence[InT | Mapping[str, Any]],
-        *,
-        max_concurrency: int = 16,
-        backend: Backend | None = None,
-        context: Any = None,
-    ) -> list[OutT | JudgeInputError]:
-        """Judge many inputs concurrently, in input order. A malformed item
-        yields its :class:`JudgeInputError` in place instead of failing the rest."""
-        b = self.resolve_backend(backend, context)
-        sem = asyncio.Semaphore(max_concurrency)
-
-        async def one(i: int, v: Any) -> OutT | JudgeInputError:
-            try:
-                item = coerce_input(self.input_model, v, where=f"item {i}: ")
-            except JudgeInputError as exc:
-                return exc
-            async with sem:
-                try:
-                    return await self._judge(item, b)
-                except JudgeInputError as exc:  # e.g. a field the template requires
-                    return JudgeInputError(f"item {i}: {exc}")
-
-        return list(await asyncio.gather(*(one(i, v) for i, v in enumerate(values))))
-
     def resolve_backend(self, backend: Backend | None = None, context: Any = None) -> Backend:
         """The backend for a call: ``backend`` if given, else the judge's own,
         else the one under the judge's key in ``context``."""
@@ -137,6 +108,11 @@ class ModelJudge(Judge[InT, OutT]):
         return clone
 
     # ------------------------------------------------------------ internals
+
+    def _runner(self, backend: Backend | None, context: Any) -> Callable[[InT], Awaitable[OutT]]:
+        # ``backend`` overrides the judge's own for this call; resolved once per batch.
+        b = self.resolve_backend(backend, context)
+        return lambda item: self._judge(item, b)
 
     async def _ajudge_item(self, item: InT, context: Any) -> OutT:
         return await self._judge(item, self.resolve_backend(None, context))
@@ -220,14 +196,29 @@ class ModelJudge(Judge[InT, OutT]):
                         ),
                     )
                 continue
-            dist = value_distribution(
-                list(res.tokens) if res.tokens else None,
+            dists = await adistributions(
+                backend,
+                request,
                 res.text,
+                res.tokens,
                 parsed.offset,
                 kind=self.template.parser,
                 scale=scale,
+                structured=structured,
             )
-            return Outcome(Status.OK, parsed, raw, None, usage, attempts, time.perf_counter() - started, model, dist)
+            return Outcome(
+                Status.OK,
+                parsed,
+                raw,
+                None,
+                usage,
+                attempts,
+                time.perf_counter() - started,
+                model,
+                dists.first,
+                dists.second,
+                dists.method,
+            )
         return Outcome(Status.UNPARSED, None, raw, reason, usage, attempts, time.perf_counter() - started, model, None)
 
     def _provenance(
