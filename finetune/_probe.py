@@ -20,7 +20,7 @@ import re
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,6 +42,9 @@ class ProbeOptions(BaseModel):
     l2_scalar: float = Field(default=0.1, ge=0, description="penalty on the few scalar features' weights")
     l2_embedding: float = Field(default=10.0, ge=0, description="penalty on the embedding-difference and tie weights")
     max_iter: int = Field(default=300, ge=1)
+    lexical: Literal[1, 2] = Field(
+        default=1, description="1: five lexical signals per answer; 2: nine (adds ending, loops, refusal, length ratio)"
+    )
     seed: int = 0
 
 
@@ -81,7 +84,7 @@ def embed_texts(
 
 
 _WORD = re.compile(r"\w+")
-N_SCALAR = 6
+N_SCALAR = 6  # cosine difference + the five v1 lexical signals
 
 
 def _lexical(instruction: str, response: str) -> list[float]:
@@ -96,6 +99,26 @@ def _lexical(instruction: str, response: str) -> list[float]:
         sum(w in prompt_words for w in words) / n,
         math.log1p(response.count("\n")),
         float(response.strip().lower() in instruction.lower()),
+    ]
+
+
+_REFUSAL = re.compile(r"\b(i'?m sorry|i am sorry|as an ai|i cannot|i can'?t|i'?m not able|i am not able)\b")
+_CLEAN_END = tuple(".!?)\"'`]*")
+
+
+def _lexical_v2(instruction: str, response: str) -> list[float]:
+    """The v1 signals plus: a clean ending (not cut off mid-sentence), the
+    share of repeated word trigrams (degenerate loops), a refusal phrase, and
+    the answer's length relative to the prompt's."""
+    words = _WORD.findall(response.lower())
+    tri = list(zip(words, words[1:], words[2:], strict=False))
+    text = response.strip()
+    return [
+        *_lexical(instruction, response),
+        float(text.endswith(_CLEAN_END) or text[-1:].isdigit()),
+        1 - len(set(tri)) / len(tri) if tri else 0.0,
+        float(bool(_REFUSAL.search(text.lower()))),
+        math.log1p(len(words)) - math.log1p(len(_WORD.findall(instruction))),
     ]
 
 
@@ -115,10 +138,12 @@ class _Head:
     """logit_A = w·anti, logit_B = -w·anti, logit_tie = u·sym + t, on
     standardised features."""
 
-    def __init__(self, dim_anti: int, dim_sym: int, labels: int) -> None:
+    def __init__(self, dim_anti: int, dim_sym: int, labels: int, *, n_scalar: int = N_SCALAR) -> None:
         import torch
 
         self.labels = labels
+        # The first n_scalar antisymmetric columns get the light penalty.
+        self.n_scalar = n_scalar
         self.w = torch.zeros(dim_anti, requires_grad=True)
         self.u = torch.zeros(dim_sym, requires_grad=True)
         self.t = torch.zeros(1, requires_grad=True)
@@ -131,7 +156,8 @@ class _Head:
         return [self.w, self.u, self.t] if self.labels == 3 else [self.w]
 
     def penalty(self, l2_scalar: float, l2_embedding: float) -> Any:
-        p = l2_scalar * (self.w[:N_SCALAR] ** 2).sum() + l2_embedding * (self.w[N_SCALAR:] ** 2).sum()
+        n = self.n_scalar
+        p = l2_scalar * (self.w[:n] ** 2).sum() + l2_embedding * (self.w[n:] ** 2).sum()
         return p + l2_embedding * (self.u**2).sum() if self.labels == 3 else p
 
     def fit_scaling(self, anti: Any, sym: Any) -> None:
@@ -185,6 +211,14 @@ class EncoderProbe(PairScorer):
         self._cache: dict[str, Any] = {}
         self.cache_size = 50_000
 
+    @classmethod
+    def untrained(
+        cls, encoder_dir: str | Path, options: ProbeOptions | None = None, *, device: str | None = None
+    ) -> Self:
+        """The frozen encoder with no head yet: :meth:`fit` gives it one."""
+        opts = options or ProbeOptions()
+        return cls(encoder_dir, _Head(1, 1, opts.labels), opts, device=device)
+
     # -------------------------------------------------------------- features
 
     def _embed(self, texts: Sequence[str], progress: bool = False) -> dict[str, Any]:
@@ -213,8 +247,9 @@ class EncoderProbe(PairScorer):
         q = torch.stack([table[it.instruction] for it in items])
         a = torch.stack([table[it.response_a] for it in items])
         b = torch.stack([table[it.response_b] for it in items])
-        la = torch.tensor([_lexical(it.instruction, it.response_a) for it in items])
-        lb = torch.tensor([_lexical(it.instruction, it.response_b) for it in items])
+        lex = _lexical if self.options.lexical == 1 else _lexical_v2
+        la = torch.tensor([lex(it.instruction, it.response_a) for it in items])
+        lb = torch.tensor([lex(it.instruction, it.response_b) for it in items])
         return _features(q, a, b, la, lb)
 
     def predict_proba(self, items: Sequence[PairwiseInput]) -> list[list[float]]:
@@ -290,30 +325,23 @@ def train_probe(
 ) -> EncoderProbe:
     """Load the frozen encoder, embed the traces and fit the head."""
     opts = options or ProbeOptions()
-    probe = EncoderProbe(encoder_dir, _Head(1, 1, opts.labels), opts)
+    probe = EncoderProbe.untrained(encoder_dir, opts)
     return probe.fit(traces, progress=progress, log=log)
 
 
-def _fit(
-    probe: EncoderProbe, traces: Sequence[PairwiseTrace], progress: bool, log: Callable[[str], None] | None
-) -> EncoderProbe:
+def fit_head(
+    anti: Any, sym: Any, y: Any, opts: ProbeOptions, *, n_scalar: int = N_SCALAR
+) -> tuple[_Head, float, float]:
+    """Fit the swap-equivariant head on one order's features and targets
+    (indices into A, B[, tie]); the flipped order is added here. Returns
+    (head, training loss, training accuracy over both orders)."""
     import torch
 
-    opts = probe.options
-    pairs = [t for t in traces if isinstance(t, PairwiseTrace)]
-    if len(pairs) != len(traces):
-        raise ValueError(f"the probe takes pairwise traces; got {len(traces) - len(pairs)} of another kind")
-    if opts.labels == 2:
-        pairs = [t for t in pairs if t.winner != "tie"]
-    if len(pairs) < 2:
-        raise ValueError(f"need at least two usable pairwise traces, got {len(pairs)}")
     torch.manual_seed(opts.seed)
-    anti, sym = probe._pair_features([t.to_input() for t in pairs], progress=progress)
-    y = torch.tensor(_targets(pairs, opts.labels))
     # Swap augmentation: the flipped order negates anti and swaps A/B labels.
     flip = torch.tensor([1, 0, 2][: opts.labels])
     anti2, sym2, y2 = torch.cat([anti, -anti]), torch.cat([sym, sym]), torch.cat([y, flip[y]])
-    head = _Head(anti.shape[1], sym.shape[1], opts.labels)
+    head = _Head(anti.shape[1], sym.shape[1], opts.labels, n_scalar=n_scalar)
     head.fit_scaling(anti2, sym2)
     optim = torch.optim.LBFGS(head.params(), max_iter=opts.max_iter, line_search_fn="strong_wolfe")
 
@@ -331,6 +359,26 @@ def _fit(
         acc = float((logits.argmax(-1) == y2).float().mean())
     if not math.isfinite(loss):
         raise RuntimeError("probe training diverged (loss is not finite)")
+    return head, loss, acc
+
+
+def _fit(
+    probe: EncoderProbe, traces: Sequence[PairwiseTrace], progress: bool, log: Callable[[str], None] | None
+) -> EncoderProbe:
+    import torch
+
+    opts = probe.options
+    pairs = [t for t in traces if isinstance(t, PairwiseTrace)]
+    if len(pairs) != len(traces):
+        raise ValueError(f"the probe takes pairwise traces; got {len(traces) - len(pairs)} of another kind")
+    if opts.labels == 2:
+        pairs = [t for t in pairs if t.winner != "tie"]
+    if len(pairs) < 2:
+        raise ValueError(f"need at least two usable pairwise traces, got {len(pairs)}")
+    anti, sym = probe._pair_features([t.to_input() for t in pairs], progress=progress)
+    y = torch.tensor(_targets(pairs, opts.labels))
+    n_lex = len(_lexical("", "") if opts.lexical == 1 else _lexical_v2("", ""))
+    head, loss, acc = fit_head(anti, sym, y, opts, n_scalar=1 + n_lex)
     if log is not None:
         log(f"probe head fitted: loss {loss:.4f}, training accuracy {acc:.3f} over {len(pairs)} pairs x 2 orders")
     probe.head = head

@@ -18,14 +18,15 @@ import os
 
 from judgegraph import create_multiturn_judge, create_pairwise_judge, create_pointwise_judge
 from judgegraph.backends import Backend, BackendError, Capabilities, GenerateRequest, GenerateResult
+from judgegraph.graphs import (
+    create_batch_graph,
+    create_guardrail_graph,
+    create_multiturn_graph,
+    create_pairwise_graph,
+    create_pointwise_graph,
+    create_rubric_graph,
+)
 from judgegraph.types import Pricing
-
-from .batch import create_batch_graph
-from .guardrail import create_guardrail_graph
-from .multiturn import create_multiturn_graph
-from .pairwise import create_pairwise_graph
-from .pointwise import create_pointwise_graph
-from .rubric import create_rubric_graph
 
 __all__ = ["EnvBackend", "batch", "guardrail", "multiturn", "pairwise", "pointwise", "rubric"]
 

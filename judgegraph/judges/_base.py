@@ -101,11 +101,10 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
     async def ajudge(
         self, value: InT | Mapping[str, Any], *, backend: Backend | None = None, context: Any = None
     ) -> OutT:
-        """Judge one input."""
-        self._refuse_backend(backend)
+        """Judge one input. ``backend`` overrides a model judge's own backend
+        for this call; judges that hold no backend refuse it."""
         item = coerce_input(self.input_model, value)
-        self.check_context(context)
-        return await self._ajudge_item(item, context)
+        return await self._runner(backend, context)(item)
 
     async def ajudge_many(
         self,
@@ -117,8 +116,7 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
     ) -> list[OutT | JudgeInputError]:
         """Judge many inputs concurrently, in input order. A malformed item
         yields its :class:`JudgeInputError` in place instead of failing the rest."""
-        self._refuse_backend(backend)
-        self.check_context(context)
+        run = self._runner(backend, context)
         sem = asyncio.Semaphore(max_concurrency)
 
         async def one(i: int, v: Any) -> OutT | JudgeInputError:
@@ -127,7 +125,7 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
             except JudgeInputError as exc:
                 return exc
             async with sem:
-                return await self._ajudge_item(item, context)
+                return await run(item)
 
         return list(await asyncio.gather(*(one(i, v) for i, v in enumerate(values))))
 
@@ -165,6 +163,13 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
         return run_sync(self.ainvoke(input, config, **kwargs))
 
     # ------------------------------------------------------------ internals
+
+    def _runner(self, backend: Backend | None, context: Any) -> Callable[[InT], Awaitable[OutT]]:
+        """What judges one validated item, after the set-up checks: a set-up
+        error raises here, before any item is judged."""
+        self._refuse_backend(backend)
+        self.check_context(context)
+        return lambda item: self._ajudge_item(item, context)
 
     async def _ajudge_item(self, item: InT, context: Any) -> OutT:
         raise NotImplementedError

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -17,7 +16,7 @@ from judgegraph._templates import Template, get_template
 from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult
 from judgegraph.types import Message, Provenance, Status, Usage
 
-from ._base import Judge, JudgeInputError, coerce_input, find_in_context
+from ._base import Judge, find_in_context
 
 __all__ = ["BaseJudge", "ModelJudge", "Outcome"]
 
@@ -78,36 +77,6 @@ class ModelJudge(Judge[InT, OutT]):
 
     # ------------------------------------------------------------ public API
 
-    async def ajudge(
-        self, value: InT | Mapping[str, Any], *, backend: Backend | None = None, context: Any = None
-    ) -> OutT:
-        """Judge one input; ``backend`` overrides the judge's own for this call."""
-        item = coerce_input(self.input_model, value)
-        return await self._judge(item, self.resolve_backend(backend, context))
-
-    async def ajudge_many(
-        self,
-        values: Sequence[InT | Mapping[str, Any]],
-        *,
-        max_concurrency: int = 16,
-        backend: Backend | None = None,
-        context: Any = None,
-    ) -> list[OutT | JudgeInputError]:
-        """Judge many inputs concurrently, in input order. A malformed item
-        yields its :class:`JudgeInputError` in place instead of failing the rest."""
-        b = self.resolve_backend(backend, context)
-        sem = asyncio.Semaphore(max_concurrency)
-
-        async def one(i: int, v: Any) -> OutT | JudgeInputError:
-            try:
-                item = coerce_input(self.input_model, v, where=f"item {i}: ")
-            except JudgeInputError as exc:
-                return exc
-            async with sem:
-                return await self._judge(item, b)
-
-        return list(await asyncio.gather(*(one(i, v) for i, v in enumerate(values))))
-
     def resolve_backend(self, backend: Backend | None = None, context: Any = None) -> Backend:
         """The backend for a call: ``backend`` if given, else the judge's own,
         else the one under the judge's key in ``context``."""
@@ -134,6 +103,11 @@ class ModelJudge(Judge[InT, OutT]):
         return clone
 
     # ------------------------------------------------------------ internals
+
+    def _runner(self, backend: Backend | None, context: Any) -> Callable[[InT], Awaitable[OutT]]:
+        # ``backend`` overrides the judge's own for this call; resolved once per batch.
+        b = self.resolve_backend(backend, context)
+        return lambda item: self._judge(item, b)
 
     async def _ajudge_item(self, item: InT, context: Any) -> OutT:
         return await self._judge(item, self.resolve_backend(None, context))

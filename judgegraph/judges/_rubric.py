@@ -42,19 +42,29 @@ class RubricJudge(ModelJudge[PointwiseInput, RubricResult]):
         top_logprobs: int = 10,
         repair: bool = True,
     ) -> None:
-        options = {
-            "name": name,
-            "template": template,
-            "scale": scale,
-            "structured": structured,
-            "max_tokens": max_tokens,
-            "top_logprobs": top_logprobs,
-            "repair": repair,
-        }
-        super().__init__(backend, **options)  # type: ignore[arg-type]  # the same typed options, passed on
+        super().__init__(
+            backend,
+            name=name,
+            template=template,
+            scale=scale,
+            structured=structured,
+            max_tokens=max_tokens,
+            top_logprobs=top_logprobs,
+            repair=repair,
+        )
         self.criteria = validate_criteria(criteria)
         self.max_concurrency = max_concurrency
-        self._pointwise = PointwiseJudge(backend, **options)  # type: ignore[arg-type]
+        # Each criterion is one pointwise judgement with this judge's options.
+        self._pointwise = PointwiseJudge(
+            backend,
+            name=name,
+            template=self.template,
+            scale=scale,
+            structured=structured,
+            max_tokens=max_tokens,
+            top_logprobs=top_logprobs,
+            repair=repair,
+        )
 
     async def _judge(self, item: PointwiseInput, backend: Backend) -> RubricResult:
         sem = asyncio.Semaphore(self.max_concurrency or len(self.criteria))

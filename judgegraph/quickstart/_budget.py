@@ -21,9 +21,18 @@ def _pick_budget(
     *,
     budget: float,
     target: float | None,
+    pick: str = "most-agreeing",
+    teacher_alone: dict[str, PairwiseVerdict] | None = None,
 ) -> BudgetChoice:
     """Let the planner pick the escalation budget on the calibration results,
-    and turn it into a confidence threshold the graph applies item by item."""
+    and turn it into a confidence threshold the graph applies item by item.
+
+    ``teacher`` holds what an escalated item's verdict would be (the
+    teacher's, or its merge with the local judge). ``pick="cheapest"``: the
+    cheapest budget whose calibration agreement reaches ``target`` (default:
+    the teacher alone's), else the most agreeing one; ``"most-agreeing"``:
+    the most agreeing budget within the cap. ``teacher_alone``: the
+    teacher's own verdicts, for its agreement figure (default ``teacher``)."""
     from judgegraph.cascade import plan_cascades
 
     table = {"local": local, "teacher": teacher}
@@ -38,13 +47,21 @@ def _pick_budget(
     first = plan_cascades(table, max_cost=budget, **common)
     alone = {c.name: c for c in first.candidates if len(c.tiers) == 1}
     local_acc, teacher_acc = alone["local"].agreement, alone["teacher"].agreement
+    if teacher_alone is not None:
+        own = plan_cascades({"local": local, "teacher": teacher_alone}, max_cost=budget, **common)
+        teacher_acc = next(c.agreement for c in own.candidates if [t.judge for t in c.tiers] == ["teacher"])
     goal = teacher_acc if target is None else target
-    plan = plan_cascades(table, target_agreement=goal, max_cost=budget, **common)
-    if plan.recommended is None:
-        plan = first
+    plan = first
+    if pick == "cheapest":
+        plan = plan_cascades(table, target_agreement=goal, max_cost=budget, **common)
+        if plan.recommended is None:
+            plan = first
     chosen = plan.recommended
     assert chosen is not None  # local alone (cost 0) is always within the budget
-    why = plan.recommendation if plan is not first else f"{plan.recommendation} (none reached {goal:.3f})"
+    if pick != "cheapest":
+        why = f"{plan.recommendation} (the most agreeing within the cap)"
+    else:
+        why = plan.recommendation if plan is not first else f"{plan.recommendation} (none reached {goal:.3f})"
     if [t.judge for t in chosen.tiers] == ["teacher"]:
         fraction = 1.0
     elif len(chosen.tiers) == 1:

@@ -20,12 +20,12 @@ from judgegraph.finetune import (
     PairScorer,
     PairwiseTrace,
     ProbeOptions,
-    train_probe,
     write_traces,
 )
 from judgegraph.types import Provenance, Status
 
 __all__ = [
+    "QUICKSTART_PROBE",
     "CachedProbe",
     "LocalClassifierJudge",
     "LocalJudgeInfo",
@@ -38,6 +38,9 @@ __all__ = [
 TrainLabels = Literal["human", "teacher"]
 
 _CACHE_FILE = "embeddings.safetensors"
+
+#: The quickstart's head: the probe with the nine lexical signals (bench/results/quickstart.md).
+QUICKSTART_PROBE = ProbeOptions(lexical=2)
 _INFO_FILE = "quickstart.json"
 
 
@@ -176,7 +179,7 @@ def load_or_train(
     items and labels; otherwise train one (frozen encoder, head fitted on both
     answer orders) and save it there. Returns (probe, info, reused)."""
     quiet_transformers()
-    opts = options or ProbeOptions()
+    opts = options or QUICKSTART_PROBE
     wanted = LocalJudgeInfo(labels=labels, train_ids=sorted(it.idx for it in items), options=opts, train_pairs=0)
     info_path = directory / _INFO_FILE
     if info_path.is_file() and (directory / "classifier.json").is_file():
@@ -195,14 +198,17 @@ def load_or_train(
         log(f"{skipped} training items left out: the teacher's recorded output was unparseable")
     write_traces(directory.parent / "data" / "train-traces.jsonl", traces)
     log(f"training the local judge on {len(traces)} traces ({labels} labels), both answer orders")
+    probe = CachedProbe.untrained(encoder_path(), opts)
+    probe.cache, probe.cache_path = {}, directory / _CACHE_FILE
     with warnings.catch_warnings():
         # torch's note about the head's float(loss) inside finetune; not the user's concern.
         warnings.filterwarnings("ignore", message="Converting a tensor with requires_grad")
-        probe = train_probe(traces, encoder_path(), options=opts, progress=progress, log=log)
+        probe.fit(traces, progress=progress, log=log)
     directory.mkdir(parents=True, exist_ok=True)
     for stale in (directory / _CACHE_FILE, info_path):
         stale.unlink(missing_ok=True)
     probe.save(directory)
+    probe.save_cache()  # the training texts' embeddings, so they are not computed again
     acc = probe.metrics.get("train_accuracy")
     info = wanted.model_copy(update={"train_pairs": len(traces), "train_accuracy": acc})
     info_path.write_text(json.dumps(info.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")

@@ -24,12 +24,22 @@ class QuickstartOptions(BaseModel):
     )
     limit: int | None = Field(default=None, ge=10, description="use about this many items (whole prompts)")
     budget: float = Field(default=0.5, gt=0, le=1, description="the most items the planner may send up")
+    pick: Literal["most-agreeing", "cheapest"] = Field(
+        default="most-agreeing",
+        description="most-agreeing: the budget with the best calibration agreement within --budget; cheapest: the "
+        "cheapest budget reaching --target",
+    )
     target: float | None = Field(
-        default=None, ge=0, le=1, description="agreement to reach; default: the teacher's own on calibration"
+        default=None, ge=0, le=1, description="with pick=cheapest, agreement to reach; default: the teacher's own"
+    )
+    folds: int = Field(
+        default=4, ge=2, le=10, description="cross-fitting folds (by prompt) that give the calibration verdicts"
+    )
+    merge: bool = Field(
+        default=True, description="an escalated item's verdict merges the teacher's with the local probabilities"
     )
     seed: int = 0
     heldout_fraction: float = Field(default=0.3, gt=0, lt=1)
-    calibration_fraction: float = Field(default=0.25, gt=0, lt=1)
     train_labels: Literal["human", "teacher"] = Field(
         default="teacher",
         description="what the local judge learns from: the teacher's recorded verdicts (distillation; humans "

@@ -42,8 +42,9 @@ def _budget_line(result: QuickstartResult) -> str:
     b = result.budget
     rule = escalation_rule(b.threshold)
     return (
-        f"Budget: picked by the planner on the calibration split ({b.calibration_items} items from training prompts, "
-        f"none held out): {b.recommendation} -> {b.policy} (calibration agreement {_pct(b.calibration_agreement)}; "
+        f"Budget: picked by the planner on calibration verdicts ({b.calibration_items} train items, each judged by "
+        f"a fold head that never saw its prompt; no held-out item): {b.recommendation} -> {b.policy} "
+        f"(calibration agreement {_pct(b.calibration_agreement)}; "
         f"local alone {_pct(b.calibration_local)}, teacher alone {_pct(b.calibration_teacher)}). "
         f"On new items that budget is the rule: escalate {rule}."
     )

@@ -1,10 +1,13 @@
 """``judgegraph quickstart``: collect traces, train a local judge, judge in a
 graph with escalation to a teacher, measure against humans.
 
-Data: the bundled PandaLM test set, split by prompt into train / held-out;
-the train side is split again by prompt into fit (the local judge learns
-from it) and calibration (the planner picks the escalation budget on it).
-The held-out items are used only for the final table and report.
+Data: the bundled PandaLM test set, split by prompt into train / held-out.
+The local judge learns from the train items. For calibration, every train
+item is judged by a head fitted on the other folds of train prompts
+(cross-fitting, ``_crossfit``); the planner picks the escalation budget on
+those verdicts and the teacher's. The held-out items are used only for the
+final table and report. An escalated item's verdict merges the teacher's with
+the local judge's probabilities (``_combine``).
 
 Every judging step is a ``judgegraph.jobs`` run through the pairwise graph,
 stored in ``<workdir>/results.sqlite``: a second run finds its verdicts
@@ -27,7 +30,9 @@ from judgegraph.datasets import PandaLMItem
 from judgegraph.judges import Judge
 
 from ._budget import _pick_budget, escalation_rule
-from ._data import QuickstartSplit, load_bundled_pandalm, split_pandalm_by_prompt
+from ._combine import CombinedTeacher, TeacherConfusion, merged_table
+from ._crossfit import CrossFitJudge, assign_folds, fold_judges
+from ._data import load_bundled_pandalm, split_pandalm_by_prompt
 from ._judges import (
     GPT35_PRICING,
     Endpoint,
@@ -137,42 +142,43 @@ async def arun_quickstart(
     work = opts.workdir
     work.mkdir(parents=True, exist_ok=True)
 
-    # 1. Data: the bundled traces, split by prompt (fit / calibration / held-out).
+    # 1. Data: the bundled traces, split by prompt (train / held-out); the train
+    # prompts are dealt into folds for cross-fitted calibration.
     items = load_bundled_pandalm()
     split = split_pandalm_by_prompt(
         items, heldout_fraction=opts.heldout_fraction, seed=opts.seed, limit=opts.limit, dedupe=True
     )
-    inner: QuickstartSplit = split_pandalm_by_prompt(
-        split.train, heldout_fraction=opts.calibration_fraction, seed=opts.seed + 1
-    )
-    fit, calib, held = inner.train, inner.heldout, split.heldout
+    train, held = split.train, split.heldout
+    fold_of = assign_folds(train, folds=opts.folds, seed=opts.seed + 1)
     log(
-        f"data: {split.describe()}; the train side is split again by prompt into fit {len(fit)} items "
-        f"({inner.train_prompts} prompts) and calibration {len(calib)} items ({inner.heldout_prompts} prompts)"
+        f"data: {split.describe()}; the train prompts are dealt into {opts.folds} folds: each train item is "
+        "judged for calibration by a head fitted on the other folds"
     )
     cal_path, held_path = work / "data" / "calibration.jsonl", work / "data" / "heldout.jsonl"
-    cal_digest, held_digest = _write_source(cal_path, calib), _write_source(held_path, held)
+    cal_digest, held_digest = _write_source(cal_path, train), _write_source(held_path, held)
+    (work / "data" / "folds.json").write_text(json.dumps(fold_of, indent=1) + "\n", encoding="utf-8")
     clock["data"] = time.perf_counter() - started
 
-    # 2. Tier 1: the local judge (trained here) or an endpoint.
+    # 2. Tier 1: the local judge (trained here, plus its fold heads) or an endpoint.
     t = time.perf_counter()
     local: Judge[Any, Any]
+    cal_judge: Judge[Any, Any]
     reused = False
     train_traces: int | None = None
     if opts.judge is None:
-        from ._local import LocalClassifierJudge, load_or_train
+        from ._local import LocalClassifierJudge, load_or_train, traces_for
 
         probe, info, reused = load_or_train(
-            work / "local-judge", fit, labels=opts.train_labels, progress=opts.progress, log=log
+            work / "local-judge", train, labels=opts.train_labels, progress=opts.progress, log=log
         )
-        clock["train"] = time.perf_counter() - t
         train_traces = info.train_pairs
-        t = time.perf_counter()
-        texts = [x for it in (*calib, *held) for x in (it.prompt, it.response1, it.response2)]
+        texts = [x for it in (*train, *held) for x in (it.prompt, it.response1, it.response2)]
         new = probe.warm(texts, progress=opts.progress)
         probe.save_cache()
-        clock["embed"] = time.perf_counter() - t
         log(f"embedding cache: {new} new texts embedded, {len(probe.cache)} cached")
+        traces, _ = traces_for(train, opts.train_labels)
+        cal_judge = CrossFitJudge(fold_judges(probe, traces, fold_of, folds=opts.folds), fold_of)
+        clock["train"] = time.perf_counter() - t
         local = LocalClassifierJudge(probe, name="local")
         local_fp: dict[str, Any] = {
             "local": "encoder-probe",
@@ -180,11 +186,12 @@ async def arun_quickstart(
                 [work / "local-judge" / "head.safetensors", work / "local-judge" / "classifier.json"]
             ),
         }
+        cal_fp: dict[str, Any] = {**local_fp, "cross-fit": opts.folds, "folds": _digest(fold_of)}
         local_desc = f"local: all-MiniLM-L6-v2 + classifier head, {info.train_pairs} {info.labels}-labelled traces"
     else:
         ep = parse_endpoint(opts.judge)
-        local = build_endpoint_judge(ep, name="local")
-        local_fp = {"local": ep.model_dump()}
+        local = cal_judge = build_endpoint_judge(ep, name="local")
+        local_fp = cal_fp = {"local": ep.model_dump()}
         local_desc = f"local: {ep.label}"
         clock["train"] = 0.0
 
@@ -192,7 +199,7 @@ async def arun_quickstart(
     teacher_ep = _teacher_spec(opts)
     teacher: Judge[Any, Any]
     if teacher_ep is None:
-        teacher = recorded_teacher([*calib, *held])
+        teacher = recorded_teacher([*train, *held])
         with _bundled_file("gpt-3.5-turbo-testset-v1.json") as gpt_file:
             teacher_fp: dict[str, Any] = {"teacher": "replay gpt-3.5-turbo", "data": file_digest([gpt_file])}
         teacher_desc = "teacher: gpt-3.5-turbo, recorded verdicts replayed"
@@ -216,8 +223,8 @@ async def arun_quickstart(
         t = time.perf_counter()
         cal_local = await _run(
             "calibration-local",
-            local,
-            local_fp,
+            cal_judge,
+            cal_fp,
             cal_path,
             cal_digest,
             store,
@@ -238,7 +245,11 @@ async def arun_quickstart(
         )
         lres, labels = _stored_results(store, cal_local)
         tres, _ = _stored_results(store, cal_teacher)
-        choice = _pick_budget(lres, tres, labels, budget=opts.budget, target=opts.target)
+        confusion = TeacherConfusion.count(tres, labels)
+        up = merged_table(lres, tres, confusion, list(labels)) if opts.merge else tres
+        choice = _pick_budget(
+            lres, up, labels, budget=opts.budget, target=opts.target, pick=opts.pick, teacher_alone=tres
+        )
         clock["calibrate"] = time.perf_counter() - t
         thr = escalation_rule(choice.threshold)
         log(
@@ -275,8 +286,15 @@ async def arun_quickstart(
             if choice.threshold is None
             else LowConfidence(threshold=choice.threshold)
         )
-        cascade = CascadeJudge([Tier(local, (policy,)), teacher], on_last_failure="fallback", name="cascade")
-        cascade_fp = {"tiers": [local_fp, teacher_fp], "escalate": policy.model_dump(), "on_last_failure": "fallback"}
+        top: Judge[Any, Any] = CombinedTeacher(teacher, local, confusion) if opts.merge else teacher
+        cascade = CascadeJudge([Tier(local, (policy,)), top], on_last_failure="fallback", name="cascade")
+        merge_fp = confusion.model_dump() if opts.merge else None
+        cascade_fp = {
+            "tiers": [local_fp, teacher_fp],
+            "escalate": policy.model_dump(),
+            "on_last_failure": "fallback",
+            "merge": merge_fp,
+        }
         held_cascade = await _run(
             "heldout-cascade",
             cascade,
@@ -304,15 +322,21 @@ async def arun_quickstart(
     notes.append(
         "the cascade falls back to the local verdict when the teacher's output is unparseable (its tier record says so)"
     )
+    if opts.merge:
+        notes.append(
+            "an escalated item's verdict is the teacher's merged with the local judge's class probabilities: the "
+            "class maximising P_local(c) x P(teacher's verdict | humans say c), that confusion counted on the "
+            "calibration items; so the cascade can differ from the teacher on items it escalates"
+        )
     clock["total"] = time.perf_counter() - started
     result = QuickstartResult(
         split=(
-            f"{split.describe()}. Train side split again by prompt (seed {opts.seed + 1}): fit {len(fit)} items, "
-            f"calibration {len(calib)} items."
+            f"{split.describe()}. Calibration: the {len(train)} train items, each judged by a head fitted on the "
+            f"other {opts.folds - 1} of {opts.folds} folds of train prompts (seed {opts.seed + 1})."
         ),
-        fit_items=len(fit),
+        fit_items=len(train),
         train_traces=train_traces,
-        calibration_items=len(calib),
+        calibration_items=len(train),
         heldout_items=len(held),
         local_judge=local_desc,
         teacher=teacher_desc,
@@ -327,6 +351,10 @@ async def arun_quickstart(
     )
     result.summary.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return result
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _bundled_file(name: str) -> Any:

@@ -34,10 +34,23 @@ def quickstart_command(
     budget: Annotated[
         float, typer.Option(min=0.01, max=1.0, help="the largest share of items the planner may escalate")
     ] = 0.5,
+    pick: Annotated[
+        str,
+        typer.Option(
+            help="most-agreeing: the budget with the best calibration agreement within --budget; "
+            "cheapest: the cheapest budget reaching --target"
+        ),
+    ] = "most-agreeing",
     target: Annotated[
         float | None,
-        typer.Option(min=0.0, max=1.0, help="agreement the planner aims for (default: the teacher's, on calibration)"),
+        typer.Option(
+            min=0.0, max=1.0, help="with --pick cheapest: agreement to reach (default: the teacher's, on calibration)"
+        ),
     ] = None,
+    folds: Annotated[int, typer.Option(min=2, max=10, help="cross-fitting folds for the calibration verdicts")] = 4,
+    merge: Annotated[
+        bool, typer.Option(help="merge an escalated item's teacher verdict with the local judge's probabilities")
+    ] = True,
     seed: Annotated[int, typer.Option(help="seed of the split")] = 0,
     train_labels: Annotated[
         str,
@@ -57,7 +70,10 @@ def quickstart_command(
             escalate=escalate,
             limit=limit,
             budget=budget,
+            pick=pick,  # type: ignore[arg-type]  # validated by pydantic
             target=target,
+            folds=folds,
+            merge=merge,
             seed=seed,
             train_labels=train_labels,  # type: ignore[arg-type]  # validated by pydantic
         )

@@ -115,11 +115,18 @@ def test_budget_is_picked_on_calibration_items_only(first_run: tuple[Path, str, 
     held_prompts = {r.input["instruction"] for r in _with_input(workdir, runs["heldout-local"])}
     assert cal_prompts and held_prompts and not cal_prompts & held_prompts
     assert not {r.item_hash for r in cal} & {r.item_hash for r in held}
-    # The local judge never saw a calibration or held-out prompt.
+    # The local judge never saw a held-out prompt; each calibration verdict
+    # came from a fold head that never saw that item's prompt.
     traces = [json.loads(x) for x in (workdir / "data" / "train-traces.jsonl").read_text().splitlines()]
     assert len(traces) == result.train_traces and 0 < len(traces) <= result.fit_items
     assert {t["source"] for t in traces} == {"teacher"}  # distilled from the teacher's recorded verdicts
-    assert not {t["instruction"] for t in traces} & (cal_prompts | held_prompts)
+    assert not {t["instruction"] for t in traces} & held_prompts
+    fold_of = json.loads((workdir / "data" / "folds.json").read_text())
+    assert set(fold_of) == cal_prompts and len(set(fold_of.values())) == 4
+    for r in _with_input(workdir, runs["calibration-local"]):
+        assert r.result is not None
+        judge = r.result["provenance"]["judge"]
+        assert judge == f"local-fold{fold_of[r.input['instruction']] + 1}", judge
     assert 0 <= result.budget.fraction <= 0.5  # the default --budget cap
 
 
