@@ -1,79 +1,24 @@
-"""The pytest plugin, run through pytester against a real loopback judge server.
-
-Each test writes a small app test suite, runs it in-process with pytest's own
-``pytester`` and checks outcomes, messages, cassettes, the summary table,
-JUnit properties, and the server's own request counts.
-"""
+"""The pytest plugin's assertions, run through pytester against a real loopback
+judge server: passing, failing and unreadable verdicts, settings, the summary
+table and JUnit properties, repeats, pairwise and async tests."""
 
 from __future__ import annotations
 
-import json
-import re
-import threading
 import xml.etree.ElementTree as ET
-from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from _plugin_judge import (
+    APP,
+    JudgeResponder,
+    _cassette,
+    _ini,
+    _run,
+)
 
-import judgegraph.pytest_plugin._asserts
-import judgegraph.pytest_plugin._build  # noqa: F401
-from judgegraph.backends import OpenAIBackend
-from judgegraph.testing import LoopbackRequest, LoopbackServer, Reply
-
-# Imported here, before any inner run: pytester drops the modules an in-process
-# run imports, and re-importing the judge stack for every run costs seconds.
-assert OpenAIBackend is not None
+from judgegraph.testing import LoopbackServer
 
 pytest_plugins = ["pytester"]
-
-EXAMPLE = Path(__file__).parent / "example"
-_BLOCK = re.compile(r"⟦begin (response(?: a| b)?)⟧\n(.*?)\n⟦end \1⟧", re.S)
-
-
-class JudgeResponder:
-    """A stand-in judge model with fixed opinions: Paris and 36 are right,
-    Lyon and London wrong; "gibberish" gets an unreadable verdict. Answers
-    named in ``cycles`` get the next score of their cycle on each request."""
-
-    def __init__(self, cycles: dict[str, list[int]] | None = None) -> None:
-        self.cycles = cycles or {"36": [5, 4, 5]}
-        self.seen: Counter[str] = Counter()
-        self.lock = threading.Lock()
-
-    def quality(self, text: str) -> int | None:
-        if "gibberish" in text:
-            return None
-        for word, cycle in self.cycles.items():
-            if word in text:
-                with self.lock:
-                    self.seen[word] += 1
-                    return cycle[(self.seen[word] - 1) % len(cycle)]
-        if "Paris" in text:
-            return 5
-        return 2 if ("Lyon" in text or "London" in text) else 3
-
-    def __call__(self, req: LoopbackRequest) -> Reply:
-        prompt = req.prompt
-        blocks = {name: body for name, body in _BLOCK.findall(prompt)}
-        structured = "response_format" in req.body or "grammar" in (req.body.get("parameters") or {})
-        if "response" in blocks:
-            q = self.quality(blocks["response"])
-            if q is None:
-                return Reply("I would rather not say.")
-            note = "Correct and clear." if q >= 4 else "It names the wrong city." if q <= 2 else "Partly right."
-            return Reply(json.dumps({"feedback": note, "score": q}) if structured else f"{note} [RESULT] {q}")
-        if "biased" in prompt:  # a position-biased judge: always prefers the first answer
-            a, b = 9, 3
-        else:
-            qa, qb = self.quality(blocks["response a"]), self.quality(blocks["response b"])
-            if qa is None or qb is None:
-                return Reply("Both are fine, I suppose.")
-            a, b = 2 * qa - 1, 2 * qb - 1
-        why = "Answer A is right." if a > b else "Answer B is right." if b > a else "Equal."
-        body = {"rationale": why, "score_a": a, "score_b": b}
-        return Reply(json.dumps(body) if structured else f"{why} [SCORES] {a} {b}")
 
 
 @pytest.fixture
@@ -85,43 +30,6 @@ def server() -> Iterator[LoopbackServer]:
 @pytest.fixture(autouse=True)
 def _not_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CI", raising=False)
-
-
-def _ini(pytester: pytest.Pytester, url: str, **extra: str) -> None:
-    lines = {
-        "judge_model": "loopback-judge",
-        "judge_base_url": f"{url}/v1",
-        "judge_threshold": "4",
-        "asyncio_default_fixture_loop_scope": "function",
-        **extra,
-    }
-    pytester.makeini("[pytest]\n" + "".join(f"{k} = {v}\n" for k, v in lines.items()))
-
-
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q", *args)
-
-
-def _cassette(pytester: pytest.Pytester, name: str = "test_app") -> dict[str, dict[str, object]]:
-    data = json.loads((pytester.path / "cassettes" / f"{name}.json").read_text())
-    assert data["judgegraph_cassette"] == 1
-    return data["entries"]  # type: ignore[no-any-return]
-
-
-def _calls(server: LoopbackServer) -> int:
-    return sum(server.calls.values())
-
-
-APP = """
-def test_right(judged):
-    judged.assert_score("What is the capital of France?", "Paris is the capital of France.")
-
-def test_wrong(judged):
-    judged.assert_score("What is the capital of France?", "London is the capital of France.")
-
-def test_unreadable(judged):
-    judged.assert_score("What is the capital of France?", "gibberish gibberish")
-"""
 
 
 def test_pass_fail_and_unreadable_verdicts(pytester: pytest.Pytester, server: LoopbackServer) -> None:
@@ -164,79 +72,6 @@ def test_marker_threshold(judged):
     result = _run(pytester, "--judge-cassette-mode=live", "--judge-threshold=3")
     result.assert_outcomes(passed=1, failed=1)
     assert "judged score 3; the test needs >= 5" in result.stdout.str()
-
-
-def test_record_then_replay_makes_no_requests_even_with_the_server_stopped(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    server = LoopbackServer(JudgeResponder()).start()  # stopped by the test itself
-    _ini(pytester, server.url)
-    pytester.makepyfile(test_app=APP.replace("test_unreadable", "_skip_unreadable"))
-    recorded = _run(pytester, "--judge-cassette-mode=record")
-    recorded.assert_outcomes(passed=1, failed=1)
-    entries = _cassette(pytester)
-    assert len(entries) == 2
-    for entry in entries.values():
-        assert entry["template"] == "pointwise-rubric@1" and entry["judge"] == "PointwiseJudge"
-        assert len(entry["verdicts"]) == 1  # type: ignore[arg-type]
-    after_record = _calls(server)
-    assert after_record == 2
-
-    monkeypatch.setenv("CI", "true")  # CI defaults to replay
-    replayed = _run(pytester)
-    replayed.assert_outcomes(passed=1, failed=1)
-    assert _calls(server) == after_record  # the running server saw nothing
-    assert "cassette mode replay" in replayed.stdout.str()
-    assert "judged score 2" in replayed.stdout.str()  # the recorded failure replays as itself
-
-    server.stop()
-    again = _run(pytester)
-    again.assert_outcomes(passed=1, failed=1)
-    assert "replayed" in again.stdout.str()
-
-
-def test_changed_input_in_replay_fails_naming_test_and_key_and_refresh_rerecords_only_it(
-    pytester: pytest.Pytester, server: LoopbackServer
-) -> None:
-    _ini(pytester, server.url)
-    pytester.makepyfile(test_app=APP.replace("test_unreadable", "_skip_unreadable"))
-    _run(pytester, "--judge-cassette-mode=record").assert_outcomes(passed=1, failed=1)
-    before = _cassette(pytester)
-    calls = _calls(server)
-
-    changed = APP.replace("Paris is the capital of France.", "Paris is France's capital.")
-    pytester.makepyfile(test_app=changed.replace("test_unreadable", "_skip_unreadable"))
-    replay = _run(pytester, "--judge-cassette-mode=replay")
-    replay.assert_outcomes(failed=2)  # test_wrong still fails on its own (replayed) verdict
-    out = replay.stdout.str()
-    assert "CassetteMissError: test_app.py::test_right: cassette" in out
-    assert "the input changed since it was recorded" in out and "['response']" in out
-    assert re.search(r"key [0-9a-f]{16}-[0-9a-f]{16}", out)
-    assert "--judge-cassette-mode=refresh" in out
-    assert _calls(server) == calls
-
-    refresh = _run(pytester, "--judge-cassette-mode=refresh")
-    refresh.assert_outcomes(passed=1, failed=1)
-    assert _calls(server) == calls + 1  # only the changed input was judged again
-    after = _cassette(pytester)
-    (kept,) = set(before) & set(after)
-    assert before[kept] == after[kept]  # test_wrong's recording, untouched
-    (new,) = set(after) - set(before)
-    assert after[new]["input"]["response"] == "Paris is France's capital."  # type: ignore[index]
-    # The stale recording went because the test that owned it passed without
-    # it; a second refresh changes nothing and calls nothing.
-    assert len(after) == 2
-    _run(pytester, "--judge-cassette-mode=refresh").assert_outcomes(passed=1, failed=1)
-    assert _calls(server) == calls + 1 and _cassette(pytester) == after
-
-
-def test_changed_judge_configuration_is_named_in_replay(pytester: pytest.Pytester, server: LoopbackServer) -> None:
-    _ini(pytester, server.url)
-    pytester.makepyfile(test_app=APP.replace("test_unreadable", "_skip_unreadable"))
-    _run(pytester, "--judge-cassette-mode=record")
-    result = _run(pytester, "--judge-cassette-mode=replay", "--judge-model=another-model")
-    result.assert_outcomes(failed=2)
-    assert "the judge configuration changed" in result.stdout.str()
 
 
 def test_summary_table_and_junit_properties(pytester: pytest.Pytester, server: LoopbackServer) -> None:
@@ -367,66 +202,3 @@ def test_sync(judged):
     # Without pytest-asyncio the sync helpers still work (and replay the recording above).
     result = _run(pytester, "-p", "no:asyncio", "--judge-cassette-mode=replay")
     result.assert_outcomes(passed=1)
-
-
-def test_replay_mode_backend_refuses_calls(pytester: pytest.Pytester, server: LoopbackServer) -> None:
-    _ini(pytester, server.url)
-    pytester.makepyfile(
-        test_app="""
-from judgegraph import PointwiseJudge
-
-async def test_own_judge_on_the_backend(judge_backend):
-    verdict = await PointwiseJudge(judge_backend).ajudge({"instruction": "Q?", "response": "Paris."})
-    assert verdict.status.value == "error" and "replay" in verdict.reason
-"""
-    )
-    _run(pytester, "-p", "asyncio", "--judge-cassette-mode=replay", "-o", "asyncio_mode=auto").assert_outcomes(passed=1)
-    assert _calls(server) == 0
-
-
-def _copy_example(pytester: pytest.Pytester) -> None:
-    for path in EXAMPLE.rglob("*"):
-        if path.is_file() and "__pycache__" not in path.parts:
-            dest = pytester.path / path.relative_to(EXAMPLE)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(path.read_bytes())
-
-
-def test_readme_example_runs_in_replay_mode_in_ci(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's example file and its committed cassette: CI replays them with no server at all."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert (EXAMPLE / "test_answers.py").read_text() in readme
-    assert (EXAMPLE / "pytest.ini").read_text() in readme
-    _copy_example(pytester)
-    monkeypatch.setenv("CI", "1")
-    result = _run(pytester)
-    result.assert_outcomes(passed=4)
-    assert "cassette mode replay" in result.stdout.str()
-    assert result.stdout.str().count("replayed") >= 4
-
-
-def test_committed_example_cassette_is_what_the_judge_answers(
-    pytester: pytest.Pytester, server: LoopbackServer
-) -> None:
-    """Recording the example afresh gives the committed keys and verdicts (latency aside)."""
-    _copy_example(pytester)
-    (pytester.path / "cassettes" / "test_answers.json").unlink()
-    _run(pytester, "--judge-cassette-mode=record", f"--judge-base-url={server.url}/v1").assert_outcomes(passed=4)
-    fresh = _cassette(pytester, "test_answers")
-    committed = json.loads((EXAMPLE / "cassettes" / "test_answers.json").read_text())["entries"]
-
-    def plain(entries: dict[str, dict[str, object]]) -> dict[str, object]:
-        return {
-            k: (e["input"], e["tests"], sorted(json.dumps(_strip(v), sort_keys=True) for v in e["verdicts"]))  # type: ignore[attr-defined]
-            for k, e in entries.items()
-        }
-
-    assert plain(fresh) == plain(committed)
-
-
-def _strip(value: object) -> object:
-    if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k != "latency_s"}
-    if isinstance(value, list):
-        return [_strip(v) for v in value]
-    return value
