@@ -28,6 +28,8 @@ at r=16 on this model) are left out, so LoRA's MFU is slightly understated.
     python bench/finetune_gpu.py --tiny               # CPU smoke run of the same path (fp32)
     python bench/finetune_gpu.py --modes lora --steps 40 --batch 16
     python bench/finetune_gpu.py --modes full --packing bfd --attn flex_attention
+    python bench/finetune_gpu.py --arch smollm2-135m      # SmolLM2's shapes (Llama), random weights
+    python bench/finetune_gpu.py --model-dir .judgegraph/models/SmolLM2-135M-Instruct   # its real weights
 """
 
 from __future__ import annotations
@@ -56,6 +58,20 @@ QWEN2_1_5B: dict[str, Any] = {
     "rms_norm_eps": 1e-6,
     "tie_word_embeddings": True,
 }
+# SmolLM2-135M-Instruct (Llama): the real model the CPU tests fine-tune (tests/_smollm2.py).
+SMOLLM2_135M: dict[str, Any] = {
+    "hidden_size": 576,
+    "intermediate_size": 1536,
+    "num_hidden_layers": 30,
+    "num_attention_heads": 9,
+    "num_key_value_heads": 3,
+    "vocab_size": 49152,
+    "max_position_embeddings": 8192,
+    "rope_theta": 100_000.0,
+    "rms_norm_eps": 1e-5,
+    "tie_word_embeddings": True,
+}
+ARCHS: dict[str, dict[str, Any]] = {"qwen2-1.5b": QWEN2_1_5B, "smollm2-135m": SMOLLM2_135M}
 TINY: dict[str, Any] = {
     "hidden_size": 128,
     "intermediate_size": 512,
@@ -71,6 +87,18 @@ TINY: dict[str, Any] = {
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tiny", action="store_true", help="a 2-layer model on CPU in fp32: checks the path, not speed")
+    p.add_argument(
+        "--arch",
+        choices=sorted(ARCHS),
+        default="qwen2-1.5b",
+        help="shapes of the model built from config with random weights (smollm2-135m: a Llama)",
+    )
+    p.add_argument(
+        "--model-dir",
+        type=Path,
+        default=None,
+        help="train this pretrained folder instead (e.g. the converted SmolLM2 from tests/_smollm2.py)",
+    )
     p.add_argument("--modes", default="lora,full", help="comma-separated: lora, full")
     p.add_argument("--steps", type=int, default=30, help="timed optimizer steps per mode")
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first")
@@ -89,17 +117,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def build_model(path: Path, *, tiny: bool) -> dict[str, Any]:
-    """Tokenizer from the tiny builder (offline BPE), weights from Qwen2-1.5B's config."""
+def pretrained_shape(path: Path) -> dict[str, Any]:
+    """The shape keys the FLOP formula needs, read from a pretrained folder."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(path)
+    shapes = {k: getattr(config, k) for k in SMOLLM2_135M if hasattr(config, k)}
+    with torch.device("meta"):  # shapes only, no weights
+        model = AutoModelForCausalLM.from_config(config)  # type: ignore[no-untyped-call]
+    return {
+        "params": sum(p.numel() for p in model.parameters()),
+        "matmul_params": matmul_params(model, shapes),
+        **shapes,
+    }
+
+
+def build_model(path: Path, *, tiny: bool, arch: str = "qwen2-1.5b") -> dict[str, Any]:
+    """Tokenizer from the tiny builder (offline BPE), weights from the chosen architecture's config."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Qwen2Config
 
     from judgegraph.tiny_model import build_tiny_model
 
     tok_dir = build_tiny_model(path.parent / "tokenizer-src", vocab_size=2048)
     tok = AutoTokenizer.from_pretrained(tok_dir)
-    shapes = dict(TINY if tiny else QWEN2_1_5B)
-    config = Qwen2Config(
+    shapes = dict(TINY if tiny else ARCHS[arch])
+    config_cls = LlamaConfig if arch == "smollm2-135m" and not tiny else Qwen2Config
+    config = config_cls(
         **shapes, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.eos_token_id
     )
     cuda = torch.cuda.is_available() and not tiny
@@ -319,17 +364,24 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="jg-ft-bench-"))
     try:
         t = time.perf_counter()
-        shape = build_model(work / "model", tiny=args.tiny)
-        print(
-            f"built {shape['params'] / 1e9:.3f}B-parameter Qwen2 from config in {time.perf_counter() - t:.0f} s",
-            flush=True,
-        )
+        if args.model_dir is not None:
+            model_dir = args.model_dir
+            shape = pretrained_shape(model_dir)
+            print(f"pretrained {shape['params'] / 1e9:.3f}B-parameter model from {model_dir}", flush=True)
+        else:
+            model_dir = work / "model"
+            shape = build_model(model_dir, tiny=args.tiny, arch=args.arch)
+            print(
+                f"built {shape['params'] / 1e9:.3f}B-parameter {args.arch} from config "
+                f"in {time.perf_counter() - t:.0f} s",
+                flush=True,
+            )
         # Enough examples for every step of the longest run, packed.
         need = (args.warmup + args.steps) * args.batch * args.seq_len
         ds = make_dataset(max(64, need // 350 + 64))
         results: list[dict[str, Any]] = []
         for mode in modes:
-            results.append(run_mode_safely(mode, work / "model", ds, shape, args, work))
+            results.append(run_mode_safely(mode, model_dir, ds, shape, args, work))
             if args.out:  # after each mode: a run cut short still leaves what it measured
                 args.out.write_text(json.dumps({"shape": shape, "results": results}, indent=2) + "\n")
     finally:

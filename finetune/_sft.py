@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judgegraph.pretrained import detach_gguf, pretrained_source
 from judgegraph.types import MissingExtraError
 
 from ._dataset import JudgeDataset
@@ -100,7 +101,8 @@ def load_tokenizer(model_path: str | Path) -> Any:
 
     from judgegraph.tiny_model import CHATML_TEMPLATE
 
-    tok = AutoTokenizer.from_pretrained(str(model_path))
+    folder, gguf = pretrained_source(model_path)
+    tok = AutoTokenizer.from_pretrained(folder, **gguf)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     if not getattr(tok, "chat_template", None):
@@ -113,11 +115,13 @@ def _load_model(model_path: str | Path, opts: SFTOptions, bf16: bool) -> Any:
     from transformers import AutoModelForCausalLM
 
     dtype = torch.bfloat16 if bf16 else torch.float32
-    kwargs: dict[str, Any] = {"dtype": dtype}
+    folder, gguf = pretrained_source(model_path)
+    kwargs: dict[str, Any] = {"dtype": dtype, **gguf}
     if opts.attn_implementation is not None:
         kwargs["attn_implementation"] = opts.attn_implementation
     if opts.method != "qlora":
-        return AutoModelForCausalLM.from_pretrained(str(model_path), **kwargs)
+        # Trained weights are saved: a GGUF-loaded model must drop its quantizer first.
+        return detach_gguf(AutoModelForCausalLM.from_pretrained(folder, **kwargs))
     try:
         import bitsandbytes
     except ImportError:
@@ -139,7 +143,7 @@ def _load_model(model_path: str | Path, opts: SFTOptions, bf16: bool) -> Any:
         bnb_4bit_use_double_quant=True,
         bnb_4bit_compute_dtype=torch.bfloat16 if bf16 else torch.float32,
     )
-    model = AutoModelForCausalLM.from_pretrained(str(model_path), quantization_config=quant, **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(folder, quantization_config=quant, **kwargs)
     return prepare_model_for_kbit_training(  # type: ignore[no-untyped-call]
         model, use_gradient_checkpointing=opts.gradient_checkpointing
     )

@@ -11,11 +11,13 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from langgraph.runtime import Runtime
+from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from judgegraph.judges import find_in_context
+from judgegraph.types import PointwiseInput
 
-__all__ = ["JudgeContext", "JudgeLike", "JudgeSpec", "emit", "lookup_judge"]
+__all__ = ["JudgeContext", "JudgeLike", "JudgeSpec", "check_backends", "check_judge_kind", "emit", "lookup_judge"]
 
 
 @runtime_checkable
@@ -56,6 +58,31 @@ def lookup_judge(spec: JudgeSpec, context: Any, *, graph: str) -> JudgeLike:
     if not callable(getattr(found, "ajudge", None)):
         raise TypeError(f"{graph} graph: context[{spec!r}] is a {type(found).__name__}, which has no async ajudge()")
     return found  # type: ignore[no-any-return]
+
+
+def check_judge_kind(judge: Any, *, graph: str, accepts: type[BaseModel] = PointwiseInput) -> None:
+    """A judge declares what it grades (``input_model``); one that grades
+    something else here is a set-up error, raised at once. Judges that do
+    not declare it are checked by what they return."""
+    model = getattr(judge, "input_model", None)
+    if isinstance(model, type) and not issubclass(model, accepts):
+        raise TypeError(
+            f"{graph} graph: {judge_name(judge)} grades {model.__name__} inputs; this graph needs a judge "
+            f"of {accepts.__name__} (a pointwise or rubric judge)"
+        )
+
+
+def check_backends(judge: Any, context: Any, *, graph: str) -> None:
+    """Raise now, not as a failed verdict, when a backend the judge (or any
+    judge inside it) looks up in the run context is not there."""
+    try:
+        check = getattr(judge, "check_context", None)
+        if callable(check):
+            check(context)
+        elif callable(resolve := getattr(judge, "resolve_backend", None)):
+            resolve(None, context)
+    except LookupError as exc:
+        raise LookupError(f"{graph} graph: {exc}") from None
 
 
 def judge_name(judge: Any) -> str:

@@ -35,10 +35,11 @@ from langgraph.types import Checkpointer
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
+from judgegraph import JudgeInputError
 from judgegraph.judges import coerce_input
 from judgegraph.types import PointwiseInput, Rubric, Status
 
-from ._context import JudgeContext, JudgeSpec, emit, lookup_judge
+from ._context import JudgeContext, JudgeSpec, check_backends, check_judge_kind, emit, lookup_judge
 
 __all__ = [
     "Action",
@@ -89,6 +90,15 @@ class GuardrailState(GuardrailGraphInput, total=False):
     revising: bool  # set only between a "revise" decision and the next judgement
 
 
+def _fields(state: GuardrailState, rubric: Rubric | None) -> dict[str, Any]:
+    fields: dict[str, Any] = {"instruction": state.get("instruction"), "response": state.get("answer")}
+    if state.get("reference") is not None:
+        fields["reference"] = state["reference"]
+    if rubric is not None:
+        fields["rubric"] = rubric
+    return fields
+
+
 def _score_of(verdict: Any) -> float | None:
     for attr in ("score", "weighted_score"):
         value = getattr(verdict, attr, None)
@@ -129,33 +139,52 @@ def create_guardrail_graph(
         raise ValueError(f"fail_policy must be 'open' or 'closed', got {fail_policy!r}")
     allowed = max_revisions if reviser is not None else 0
     fallback: Action = "pass" if fail_policy == "open" else "block"
+    if not isinstance(judge, str):
+        check_judge_kind(judge, graph="guardrail")  # a wrong judge object fails at build
 
     async def judge_answer(state: GuardrailState, runtime: Runtime[Any]) -> dict[str, Any]:
         # A fresh run starts at zero; only a pending revision carries the count over.
         revisions = state.get("revisions", 0) if state.get("revising") else 0
-        fields: dict[str, Any] = {"instruction": state.get("instruction"), "response": state.get("answer")}
-        if state.get("reference") is not None:
-            fields["reference"] = state["reference"]
-        if rubric is not None:
-            fields["rubric"] = rubric
-        item = coerce_input(PointwiseInput, fields)
+        # Set-up errors raise here, on the first call: a missing judge or
+        # backend, or a judge that cannot grade an answer, is not an outage.
         found = lookup_judge(judge, runtime.context, graph="guardrail")
+        check_judge_kind(found, graph="guardrail")
+        check_backends(found, runtime.context, graph="guardrail")
         verdict: Any = None
         down: str | None = None
         timed_out = False
         try:
-            async with asyncio.timeout(timeout_s):
-                verdict = await found.ajudge(item, context=runtime.context)
-        except TimeoutError:
-            down, timed_out = f"the judge gave no verdict within {timeout_s:g} s", True
-        except Exception as exc:  # a crashing judge is down for this request, like a slow one
-            down = f"the judge failed: {type(exc).__name__}: {exc}"
+            item = coerce_input(PointwiseInput, _fields(state, rubric))
+        except JudgeInputError as exc:
+            # The app's answer (or request) cannot be judged: empty, blank, or
+            # not text. The judge is never asked; the declared policy decides.
+            item, down = None, f"nothing to judge ({exc}); the judge was not called"
+        if item is not None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout_s
+            try:
+                async with asyncio.timeout_at(deadline):
+                    verdict = await found.ajudge(item, context=runtime.context)
+            except TimeoutError:
+                down, timed_out = f"the judge gave no verdict within {timeout_s:g} s", True
+            except (LookupError, TypeError, JudgeInputError):
+                raise  # set-up errors (a backend missing, a judge of the wrong kind), not outages
+            except Exception as exc:  # a crashing judge is down for this request, like a slow one
+                down = f"the judge failed: {type(exc).__name__}: {exc}"
+            if down is None and loop.time() > deadline:
+                # Work that held the event loop (a huge output to parse) can
+                # finish past the deadline before the timeout could fire: late is late.
+                verdict, timed_out = None, True
+                down = f"the judge's verdict came after the {timeout_s:g} s budget"
         status = Status.ERROR if verdict is None else getattr(verdict, "status", Status.OK)
         score = _score_of(verdict) if verdict is not None else None
         if down is None and status is not Status.OK:
             down = f"the judge's verdict is {status.value}: {getattr(verdict, 'reason', None)}"
         if down is None and score is None:
-            down = f"the judge's {type(verdict).__name__} has no score"
+            raise TypeError(
+                f"guardrail graph: the judge returned a {type(verdict).__name__} with no score: "
+                "it needs a pointwise or rubric judge"
+            )
         action: Action
         if down is not None:
             action = fallback

@@ -16,14 +16,22 @@ from __future__ import annotations
 import json
 import math
 import re
-import unicodedata
-from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ._markers import (
+    HSPACE,
+    LINE_BREAKS,
+    RESULT_MARKER,
+    SCORES_MARKER,
+    TooManyFormatChars,
+    drop_format_chars,
+    raw_offset,
+)
+from ._score_distribution import topk_distribution
 from ._templates import DELIM_CLOSE, DELIM_OPEN, ParserKind
 from .types import TokenLogprob
 
-__all__ = ["ParseError", "Parsed", "parse_output", "value_distribution"]
+__all__ = ["MAX_OUTPUT_CHARS", "ParseError", "Parsed", "json_body", "parse_output", "value_distribution"]
 
 
 class ParseError(ValueError):
@@ -43,91 +51,106 @@ class Parsed:
     offset: int | None
 
 
-_TRAILER = re.compile(r"[\s.!*)\]`\"'_~]*")
+_H = HSPACE
+# After the value: closing emphasis, brackets, punctuation, then only whitespace.
+_TRAILER = re.compile(r"[\s.!*)\]`\"'_~]*+")
 # An echoed block runs from a begin delimiter to its end delimiter, or to the
-# end of the output when the echo is cut off.
-_ECHO = re.compile(
-    re.escape(DELIM_OPEN)
-    + r"begin\b.*?(?:"
-    + re.escape(DELIM_OPEN)
-    + r"end\b[^"
-    + DELIM_CLOSE
-    + r"]*"
-    + re.escape(DELIM_CLOSE)
-    + r"|\Z)",
-    re.S | re.I,
+# end of the output when the echo is cut off. The end delimiter's name is
+# short and holds no bracket: unbounded, many unclosed "⟦end" were quadratic.
+_ECHO_BEGIN = re.compile(re.escape(DELIM_OPEN) + r"begin\b", re.I)
+_ECHO_END = re.compile(
+    re.escape(DELIM_OPEN) + r"end\b[^" + DELIM_OPEN + DELIM_CLOSE + r"\n]{0,40}" + re.escape(DELIM_CLOSE), re.I
 )
-_RESULT = re.compile(r"\[\s*result\s*\]", re.I)
-_SCORES = re.compile(r"\[\s*scores\s*\]", re.I)
-# Possessive whitespace (``\s*+``): with plain ``\s*`` runs side by side,
-# a long run of blank lines after a marker (a degenerate output, or a blanked
-# echo) backtracks in cubic time: 400 newlines took 2.6 s.
-_NUMBER = re.compile(r"\s*+[:=\-]?\s*+\(?\s*+([+-]?\d+(?:[.,]\d+)?)\s*+\)?")
-_OUT_OF = re.compile(r"\s*(?:/|out\s+of)\s*(\d+)", re.I)
+# Markers (see _markers), the separator and the value share one line: a
+# marker spanning a line break could be assembled from two evaluated fields
+# echoed one above the other. Quantifiers next to each other are possessive (``*+``): plain
+# ``\s*`` runs side by side backtracked in cubic time on blank lines.
+# Markdown emphasis or code around a value (``**4**``, ``_4_``, `` `4` ``) is decoration.
+_OPEN = rf"(?:[*_`(]|{_H})*+"
+_SEP = rf"{_H}*+[:=]?{_H}*+"
+# A sign belongs to its number: "-3" is minus three, never a dash and a 3.
+_SIGNED = r"([+\-\u2212]?\d+(?:[.,]\d+)?)"
+_NUMBER = re.compile(_SEP + _OPEN + _SIGNED)
+_OUT_OF = re.compile(rf"(?:[*_`]|{_H})*+(?:/|out{_H}++of){_H}*+(\d+)", re.I)
 _CHOICE = re.compile(
-    r"\s*+[:=\-]?\s*+\[*+\(?\s*+(?:(?:response|assistant|answer|output)\s++)?(a|b|tie)\b\s*+\)?\]*+", re.I
-)
-_PAIR = re.compile(
-    r"\s*+[:=\-]?\s*+(?:a\s*+[:=]\s*+)?(\d+(?:[.,]\d+)?)(?:\s*+[,;/|]\s*+|\s++)(?:b\s*+[:=]\s*+)?(\d+(?:[.,]\d+)?)",
+    _SEP
+    + rf"(?:[\[*_`(]|{_H})*+(?:(?:response|assistant|answer|output){_H}++)?"
+    + rf"(a|b|tie)(?![^\W_])(?:[*_`)\]]|{_H})*+",  # not followed by a letter or digit ("_" is emphasis)
     re.I,
 )
-
-
-def _clean(text: str) -> tuple[str, Sequence[int]]:
-    """Drop invisible format characters; keep a map back to raw offsets."""
-    if text.isascii():  # no format characters below U+0080: skip the per-character walk
-        return text, range(len(text) + 1)
-    kept: list[str] = []
-    index: list[int] = []
-    for i, ch in enumerate(text):
-        if unicodedata.category(ch) == "Cf":
-            continue
-        kept.append(ch)
-        index.append(i)
-    index.append(len(text))
-    return "".join(kept), index
+_PAIR = re.compile(
+    _SEP
+    + rf"(?:a{_H}*+[:=]{_H}*+)?{_OPEN}{_SIGNED}[*_`)]*+(?:{_H}*+[,;/|]{_H}*+|{_H}++)"
+    + rf"(?:b{_H}*+[:=]{_H}*+)?{_OPEN}{_SIGNED}",
+    re.I,
+)
+# The longest output read. Parsing is linear, so this bounds the time a
+# parse can hold the event loop (tens of ms); a legitimate verdict, even
+# after a long chain of reasoning, is far shorter.
+MAX_OUTPUT_CHARS = 1 << 20
+# A verdict has next to no invisible format characters; text made of little
+# else costs a Python step per run, so stop counting there.
+_MAX_FORMAT_RUNS = 10_000
+# The most digits a score can have; longer is off any scale (and int() of a
+# huge digit string is slow, or refused past 4,300 digits).
+_MAX_DIGITS = 18
 
 
 def _blank_echoes(text: str) -> str:
-    # Same-length blanking keeps offsets valid for the logprob lookup.
-    def blank(m: re.Match[str]) -> str:
-        return re.sub(r"[^\n]", " ", m.group(0))
-
-    return _ECHO.sub(blank, text)
+    """Blank every echoed block, keeping its line breaks: same-length
+    blanking keeps offsets valid for the logprob lookup."""
+    if DELIM_OPEN not in text:
+        return text
+    out: list[str] = []
+    pos = 0
+    while (begin := _ECHO_BEGIN.search(text, pos)) is not None:
+        end = _ECHO_END.search(text, begin.end())
+        stop = end.end() if end is not None else len(text)
+        out.append(text[pos : begin.start()])
+        out.append("\n".join(" " * len(line) for line in text[begin.start() : stop].split("\n")))
+        pos = stop
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _whole_int(raw: str, what: str) -> int:
+    raw = raw.replace("\u2212", "-")
     if not re.fullmatch(r"[+-]?\d+", raw):
-        raise ParseError(f"{what} {raw!r} is not a whole number")
+        raise ParseError(f"{what} {raw[:24]!r} is not a whole number")
+    if len(raw.lstrip("+-")) > _MAX_DIGITS:
+        raise ParseError(f"{what} {raw[:24]}... has {len(raw)} digits: it is on no scale")
     return int(raw)
 
 
 def _in_scale(value: int, scale: tuple[int, int], what: str) -> int:
     lo, hi = scale
     if not lo <= value <= hi:
-        raise ParseError(f"{what} {value} is outside the scale {lo}-{hi}")
+        raise ParseError(f"{what} {value} is outside the scale {lo} to {hi}")
     return value
 
 
+def _line_start(text: str, pos: int) -> int:
+    return max(text.rfind(ch, 0, pos) for ch in LINE_BREAKS) + 1
+
+
 def _last_marker(text: str, marker: re.Pattern[str], name: str) -> re.Match[str]:
-    found = list(marker.finditer(text))
-    if not found:
+    last = prev = None
+    for m in marker.finditer(text):
+        prev, last = last, m
+    if last is None:
         raise ParseError(f"no {name} marker in the output")
-    last = found[-1]
     # A verdict line holds one marker. Several on one line is the format
     # instruction ("write `[RESULT] A`, `[RESULT] B` or `[RESULT] TIE`")
     # parroted back, not a verdict.
-    line_start = text.rfind("\n", 0, last.start()) + 1
-    if len(found) > 1 and found[-2].start() >= line_start:
+    if prev is not None and prev.start() >= _line_start(text, last.start()):
         raise ParseError(f"more than one {name} marker on the verdict line (an echo of the format instructions?)")
     return last
 
 
 def _tail_is_empty(text: str, pos: int, name: str) -> None:
-    rest = text[pos:]
-    m = _TRAILER.match(rest)
-    if m is None or m.end() != len(rest):
-        raise ParseError(f"unexpected text after the {name} value: {rest.strip()[:40]!r}")
+    m = _TRAILER.match(text, pos)
+    if m is None or m.end() != len(text):
+        raise ParseError(f"unexpected text after the {name} value: {text[pos : pos + 200].strip()[:40]!r}")
 
 
 def _rationale(text: str, end: int) -> str | None:
@@ -136,32 +159,44 @@ def _rationale(text: str, end: int) -> str | None:
     return body or None
 
 
+def _no_number(text: str, pos: int, what: str) -> ParseError:
+    line = (text[pos : pos + 40].splitlines() or [""])[0].strip()
+    if re.match(r"[-\u2212+]\s+\d", line):
+        return ParseError(f"{what} is followed by a sign, a space and a number ({line[:12]!r}): say which it is")
+    if not line:
+        return ParseError(f"{what} is not followed by a number on its line")
+    return ParseError(f"{what} is not followed by a number")
+
+
 def _parse_text(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
-    cleaned, index = _clean(raw)
+    try:
+        cleaned, gaps = drop_format_chars(raw, max_runs=_MAX_FORMAT_RUNS)
+    except TooManyFormatChars as exc:
+        raise ParseError(f"output is not a verdict: {exc}") from None
     text = _blank_echoes(cleaned)
     if kind == "two_scores":
-        mk = _last_marker(text, _SCORES, "[SCORES]")
+        mk = _last_marker(text, SCORES_MARKER, "[SCORES]")
         m = _PAIR.match(text, mk.end())
         if m is None:
-            raise ParseError("[SCORES] is not followed by two numbers")
+            raise ParseError("[SCORES] is not followed by two numbers on its line")
         a = _in_scale(_whole_int(m.group(1), "score A"), scale, "score A")
         b = _in_scale(_whole_int(m.group(2), "score B"), scale, "score B")
         _tail_is_empty(text, m.end(), "[SCORES]")
-        return Parsed((a, b), _rationale(text, mk.start()), index[m.start(1)])
-    mk = _last_marker(text, _RESULT, "[RESULT]")
+        return Parsed((a, b), _rationale(text, mk.start()), raw_offset(gaps, m.start(1)))
+    mk = _last_marker(text, RESULT_MARKER, "[RESULT]")
     if kind == "score":
         m = _NUMBER.match(text, mk.end())
         if m is None:
-            raise ParseError("[RESULT] is not followed by a number")
+            raise _no_number(text, mk.end(), "[RESULT]")
         value = _in_scale(_whole_int(m.group(1), "score"), scale, "score")
         end = m.end()
         out_of = _OUT_OF.match(text, end)
         if out_of is not None:
-            if int(out_of.group(1)) != scale[1]:
-                raise ParseError(f"score is given out of {out_of.group(1)}, scale is {scale[0]}-{scale[1]}")
+            if out_of.group(1) != str(scale[1]):
+                raise ParseError(f"score is given out of {out_of.group(1)[:24]}, scale is {scale[0]} to {scale[1]}")
             end = out_of.end()
         _tail_is_empty(text, end, "[RESULT]")
-        return Parsed(value, _rationale(text, mk.start()), index[m.start(1)])
+        return Parsed(value, _rationale(text, mk.start()), raw_offset(gaps, m.start(1)))
     m = _CHOICE.match(text, mk.end())
     if m is None:
         allowed = "A, B or TIE" if kind == "choice" else "A or B"
@@ -170,7 +205,7 @@ def _parse_text(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
     if choice == "TIE" and kind == "choice_no_tie":
         raise ParseError("this template allows only A or B, got TIE")
     _tail_is_empty(text, m.end(), "[RESULT]")
-    return Parsed("tie" if choice == "TIE" else choice, _rationale(text, mk.start()), index[m.start(1)])
+    return Parsed("tie" if choice == "TIE" else choice, _rationale(text, mk.start()), raw_offset(gaps, m.start(1)))
 
 
 def _json_int(obj: dict[str, object], key: str, scale: tuple[int, int]) -> int:
@@ -189,19 +224,34 @@ def _json_int(obj: dict[str, object], key: str, scale: tuple[int, int]) -> int:
 
 
 def _json_offset(raw: str, key: str) -> int | None:
-    m = re.search(r'"' + key + r'"\s*:\s*"?', raw)
+    m = re.search(r'"' + key + r'"\s*+:\s*+"?', raw)
     return m.end() if m else None
 
 
-def _parse_json(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
+def json_body(raw: str) -> str:
+    """The text the JSON parser reads: the output, without a code fence around it.
+
+    Linear: the fence is cut off by hand, since a pattern like
+    ```` ```json\\s*(.*?)\\s*``` ```` is quadratic on a long whitespace run.
+    """
     body = raw.strip()
-    fence = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.S)
-    if fence:
-        body = fence.group(1)
+    if body.startswith("```") and body.endswith("```") and len(body) >= 6:
+        inner = body[3:-3]
+        if inner[:4].lower() == "json":
+            inner = inner[4:]
+        body = inner.strip()
+    return body
+
+
+def _parse_json(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
     try:
-        obj = json.loads(body)
+        obj = json.loads(json_body(raw))
     except json.JSONDecodeError as exc:
         raise ParseError(f"output is not valid JSON: {exc.msg} at char {exc.pos}") from None
+    except RecursionError:
+        raise ParseError("output is not a verdict: JSON nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer literal past Python's digit limit
+        raise ParseError(f"output is not valid JSON: {str(exc)[:80]}") from None
     if not isinstance(obj, dict):
         raise ParseError("JSON output is not an object")
     rationale = obj.get("rationale", obj.get("feedback"))
@@ -214,7 +264,7 @@ def _parse_json(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
         return Parsed((a, b), rationale, _json_offset(raw, "score_a"))
     w = obj.get("winner")
     if not isinstance(w, str) or w.strip().upper() not in ("A", "B", "TIE"):
-        raise ParseError(f"JSON field 'winner' must be A, B or tie, got {w!r}")
+        raise ParseError(f"JSON field 'winner' must be A, B or tie, got {str(w)[:40]!r}")
     choice = w.strip().upper()
     if choice == "TIE" and kind == "choice_no_tie":
         raise ParseError("this template allows only A or B, got tie")
@@ -222,7 +272,12 @@ def _parse_json(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
 
 
 def parse_output(raw: str, *, kind: ParserKind, scale: tuple[int, int], structured: bool = False) -> Parsed:
-    """Parse one judge output or raise :class:`ParseError` with the reason."""
+    """Parse one judge output or raise :class:`ParseError` with the reason.
+
+    Time is linear in the length of ``raw`` on every path, and an output
+    over :data:`MAX_OUTPUT_CHARS` is rejected unread."""
+    if len(raw) > MAX_OUTPUT_CHARS:
+        raise ParseError(f"output is {len(raw):,} characters, over the {MAX_OUTPUT_CHARS:,} a verdict may have")
     if not raw or not raw.strip():
         raise ParseError("empty output")
     if structured:
@@ -238,48 +293,7 @@ def value_distribution(
     kind: ParserKind,
     scale: tuple[int, int],
 ) -> dict[int | str, float] | None:
-    """Probability of each admissible value at the value's token position.
-
-    Reads the top-k alternatives of the token that starts the parsed value.
-    Multi-token values (e.g. "10" split as "1","0") are read from their first
-    token, so on a 1-10 scale the mass of "1" covers 1 and 10: we then return
-    None rather than a wrong distribution.
-    """
-    if not tokens or offset is None:
-        return None
-    if kind in ("score", "two_scores") and scale[1] >= 10:
-        return None
-    pos = 0
-    target: TokenLogprob | None = None
-    for tok in tokens:
-        end = pos + len(tok.token)
-        if pos <= offset < end or (offset == end and not tok.token.strip()):
-            target = tok
-            if tok.token.strip():
-                break
-        pos = end
-    if target is None:
-        return None
-    mass: dict[int | str, float] = {}
-    alternatives = target.top or [(target.token, target.logprob)]
-    for text, logprob in alternatives:
-        key = _value_of(text, kind, scale)
-        if key is not None:
-            mass[key] = mass.get(key, 0.0) + math.exp(logprob)
-    total = sum(mass.values())
-    if total <= 0:
-        return None
-    return {k: v / total for k, v in sorted(mass.items(), key=lambda kv: str(kv[0]))}
-
-
-def _value_of(token: str, kind: ParserKind, scale: tuple[int, int]) -> int | str | None:
-    t = token.strip().strip('"').upper()
-    if kind in ("score", "two_scores"):
-        if re.fullmatch(r"\d+", t) and scale[0] <= int(t) <= scale[1]:
-            return int(t)
-        return None
-    if t in ("A", "B"):
-        return t
-    if kind == "choice" and t and "TIE".startswith(t) and t != "":
-        return "tie"
-    return None
+    """Probability of each admissible value, from the top-k logprobs of the
+    tokens from ``offset`` on; multi-token values ("10") and signed values
+    included, with the approximation stated in :mod:`judgegraph._score_distribution`."""
+    return topk_distribution(tokens, offset, kind=kind, scale=scale)

@@ -8,12 +8,11 @@ its own block or hand the judge a ready-made verdict line.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._markers import neutralize_markers
 from .types import Message, Rubric
 
 __all__ = [
@@ -86,23 +85,15 @@ class Template(BaseModel):
         return [Message(role="system", content=self.system), Message(role="user", content=user)]
 
 
-_MARKERS = re.compile(r"\[\s*(result|scores)\s*\]", re.I)
-
-
 def neutralize(text: str) -> str:
-    """Make evaluated content inert: no delimiter brackets, no verdict markers."""
-    text = text.replace(DELIM_OPEN, "[").replace(DELIM_CLOSE, "]")
-    if text.isascii() or "[" not in text:
-        return _MARKERS.sub(lambda m: f"({m.group(1)})", text)
-    # The parser drops invisible format characters before it looks for
-    # markers, so "[RE<zero-width space>SULT]" counts there: find markers the
-    # same way here, and turn their brackets into parentheses in place.
-    kept = [i for i, ch in enumerate(text) if unicodedata.category(ch) != "Cf"]
-    visible = "".join(text[i] for i in kept)
-    out = list(text)
-    for m in _MARKERS.finditer(visible):
-        out[kept[m.start()]], out[kept[m.end() - 1]] = "(", ")"
-    return "".join(out)
+    """Make evaluated content inert: no delimiter brackets, no verdict markers.
+
+    A marker's brackets become parentheses, including those of a marker cut
+    in two at either edge of the text (``…[`` / ``RESULT] 5``), so fields
+    placed side by side cannot form one between them, and of markers hidden
+    with invisible format characters (see ``_markers``).
+    """
+    return neutralize_markers(text.replace(DELIM_OPEN, "[").replace(DELIM_CLOSE, "]"))
 
 
 def _block(name: str, body: str) -> str:

@@ -8,10 +8,46 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="LLM-as-a-judge components for LangGraph.")
 console = Console()
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"judgegraph {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """LLM-as-a-judge components for LangGraph."""
+
+
+def main() -> None:
+    """The console script: expected failures (a missing extra, a store that
+    cannot be opened or written, bad input) end in one line on stderr and a
+    non-zero exit code, never a traceback."""
+    import sys
+
+    from .jobs import StoreError
+
+    try:
+        app()
+    except ImportError as exc:  # MissingExtraError names the extra to install
+        Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except StoreError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        sys.exit(3)
 
 
 @app.command()

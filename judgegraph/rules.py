@@ -8,6 +8,8 @@ whichever way it was produced:
   a :class:`~judgegraph.SwapPolicy`;
 - :func:`validate_criteria` and :func:`aggregate_rubric`: rubric criteria and
   their weighted aggregate;
+- :func:`spread_agreement`: how much a jury's scores agree with their mean
+  or median (the confidence of a mean / median ensemble);
 - :func:`combine_provenance`: usage, cost, attempts and latency of a result
   made of parts. **Latency rule**: parts that run side by side (both answer
   orders, rubric criteria, ensemble members, graph branches) take the slowest
@@ -17,6 +19,7 @@ whichever way it was produced:
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -41,6 +44,7 @@ __all__ = [
     "combine_provenance",
     "flip_verdict",
     "merge_orders",
+    "spread_agreement",
     "sum_costs",
     "validate_criteria",
     "weighted_score",
@@ -63,7 +67,14 @@ def flip_verdict(v: PairwiseVerdict) -> PairwiseVerdict:
         return v
     dist = {SWAPPED_WINNER.get(k, k): p for k, p in v.distribution.items()} if v.distribution else None
     return v.model_copy(
-        update={"winner": SWAPPED_WINNER[v.winner], "score_a": v.score_b, "score_b": v.score_a, "distribution": dist}
+        update={
+            "winner": SWAPPED_WINNER[v.winner],
+            "score_a": v.score_b,
+            "score_b": v.score_a,
+            "expected_score_a": v.expected_score_b,
+            "expected_score_b": v.expected_score_a,
+            "distribution": dist,
+        }
     )
 
 
@@ -90,6 +101,10 @@ def merge_orders(ab: PairwiseVerdict, ba: PairwiseVerdict, *, policy: SwapPolicy
         winner = "A" if score_a > score_b else "B" if score_b > score_a else "tie"
     else:
         winner = ab.winner
+    expected_a = expected_b = None
+    if ab.expected_score_a is not None and ba.expected_score_a is not None:
+        expected_a = (ab.expected_score_a + ba.expected_score_a) / 2
+        expected_b = ((ab.expected_score_b or 0.0) + (ba.expected_score_b or 0.0)) / 2
     distribution = None
     if ab.distribution is not None and ba.distribution is not None:
         keys = set(ab.distribution) | set(ba.distribution)
@@ -102,6 +117,8 @@ def merge_orders(ab: PairwiseVerdict, ba: PairwiseVerdict, *, policy: SwapPolicy
         winner=winner,
         score_a=score_a,
         score_b=score_b,
+        expected_score_a=expected_a,
+        expected_score_b=expected_b,
         rationale=ab.rationale,
         confidence=confidence,
         distribution=distribution,
@@ -247,3 +264,24 @@ def combine_provenance(
         attempts=sum(p.attempts for p in known),
         status=status,
     )
+
+
+# ---------------------------------------------------------------- juries
+
+
+def spread_agreement(scores: Sequence[float], centre: float, scale: tuple[int, int]) -> float:
+    """Agreement of scores with an aggregate of them that need not be a vote.
+
+    1 minus the scores' mean distance from ``centre``, over half the scale's
+    width (the most that distance can be for a mean or a median): 1 when all
+    agree, 0 when they split between the two ends. Votes of 4 and 5 on 1-5
+    give a mean of 4.5 and 0.75; a share of votes would say 0, since no one
+    voted 4.5.
+    """
+    if not scores:
+        raise ValueError("no scores to agree")
+    half_width = (scale[1] - scale[0]) / 2
+    if half_width <= 0:
+        return 1.0
+    spread = statistics.fmean(abs(s - centre) for s in scores)
+    return max(0.0, 1.0 - spread / half_width)

@@ -257,7 +257,12 @@ class LoopbackServer:
             "finish_reason": "length" if reply.finish_reason == "length" else "eos_token",
             "generated_tokens": len(tokens),
             "seed": params.get("seed"),
-            "prefill": [],
+            # TGI lists the prompt's tokens only when decoder_input_details is set.
+            "prefill": [
+                {"id": i, "text": t, "logprob": None} for i, t in enumerate(tokenize(str(req.body.get("inputs", ""))))
+            ]
+            if params.get("decoder_input_details")
+            else [],
             "tokens": [
                 {"id": i, "text": t, "logprob": lp, "special": False}
                 for i, (t, (lp, _)) in enumerate(zip(tokens, tops, strict=True))

@@ -294,6 +294,9 @@ class PairwiseVerdict(_Result):
     winner: Winner | None = None
     score_a: float | None = None
     score_b: float | None = None
+    # From the score distributions, when the backend gives them (pairs of scores).
+    expected_score_a: float | None = None
+    expected_score_b: float | None = None
     inconsistent: bool = False
     distribution: dict[str, float] | None = Field(default=None, description="P(A), P(B), P(tie) when known")
     orders: tuple[PairwiseVerdict, ...] = ()

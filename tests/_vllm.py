@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -209,6 +210,37 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
 
 
+# What every server here runs with on a CPU box, beside the model's own args.
+CPU_ARGS = (
+    "--host",
+    "127.0.0.1",
+    "--dtype",
+    "float32",
+    "--max-model-len",
+    "2048",
+    "--max-num-seqs",
+    "8",
+    "--max-logprobs",
+    "20",
+    "--enforce-eager",  # ready in about half the time; only the first request pays
+    "--disable-log-stats",
+)
+
+
+def from_printed_command(command: str, python: Path) -> tuple[list[str], str, int]:
+    """``judgegraph finetune export``'s vLLM command as this machine runs it:
+    its ``python`` is vLLM's venv, its port a free one. Returns the command,
+    the served model name and the port."""
+    args = shlex.split(command)
+    if args[:3] != ["python", "-m", "vllm.entrypoints.openai.api_server"]:
+        raise VLLMSetupError(f"not a vLLM server command: {command}")
+    port = free_port()
+    args[0] = str(python.absolute())
+    args[args.index("--port") + 1] = str(port)
+    name = args[args.index("--served-model-name") + 1]
+    return args, name, port
+
+
 @contextlib.contextmanager
 def serve(
     python: Path,
@@ -220,8 +252,6 @@ def serve(
     extra_args: tuple[str, ...] = (),
 ) -> Iterator[Server]:
     """Start vLLM's OpenAI-compatible server on 127.0.0.1; stop it on exit."""
-    if timeout_s is None:
-        timeout_s = float(os.environ.get("JUDGEGRAPH_VLLM_START_TIMEOUT", "300"))
     port = free_port()
     cmd = [
         str(python.absolute()),
@@ -231,22 +261,22 @@ def serve(
         str(model_path.absolute()),
         "--served-model-name",
         *served_names,
-        "--host",
-        "127.0.0.1",
         "--port",
         str(port),
-        "--dtype",
-        "float32",
-        "--max-model-len",
-        "2048",
-        "--max-num-seqs",
-        "8",
-        "--max-logprobs",
-        "20",
-        "--enforce-eager",  # ready in about half the time; only the first request pays
-        "--disable-log-stats",
+        *CPU_ARGS,
         *extra_args,
     ]
+    with serve_command(cmd, port, served_names[0], log, timeout_s=timeout_s) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def serve_command(
+    cmd: list[str], port: int, served_name: str, log: Path, *, timeout_s: float | None = None
+) -> Iterator[Server]:
+    """Run a vLLM server command that listens on ``port``; stop it on exit."""
+    if timeout_s is None:
+        timeout_s = float(os.environ.get("JUDGEGRAPH_VLLM_START_TIMEOUT", "300"))
     log.parent.mkdir(parents=True, exist_ok=True)
     fh = log.open("w")
     fh.write("$ " + " ".join(cmd) + "\n")
@@ -276,7 +306,7 @@ def serve(
             _post_json(
                 url + "/v1/chat/completions",
                 {
-                    "model": served_names[0],
+                    "model": served_name,
                     "messages": [{"role": "user", "content": "warm up " * 150}],
                     "max_tokens": 8,
                     "temperature": 0,
@@ -287,7 +317,7 @@ def serve(
             )
         except (OSError, ValueError) as exc:
             raise VLLMSetupError(f"vLLM's warm-up request failed: {exc!r}; log {log}:\n{tail(log)}") from None
-        yield Server(url + "/v1", served_names[0], log, proc, ready_s, time.perf_counter() - t0)
+        yield Server(url + "/v1", served_name, log, proc, ready_s, time.perf_counter() - t0)
     finally:
         _stop(proc)
         fh.close()

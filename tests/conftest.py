@@ -50,3 +50,23 @@ def loopback() -> Iterator[type]:
     from judgegraph.testing import LoopbackServer
 
     yield LoopbackServer
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> Path:
+    """SmolLM2-135M-Instruct as a safetensors folder (see tests/_smollm2.py)."""
+    pytest.importorskip("torch")
+    import _smollm2
+
+    try:
+        return _smollm2.ensure()
+    except _smollm2.SmolLM2Unavailable as exc:
+        pytest.skip(f"SmolLM2 is not available: {exc}")
+
+
+@pytest.fixture(scope="session")
+def smollm2_judge(smollm2: Path, tmp_path_factory: pytest.TempPathFactory) -> object:
+    """SmolLM2 after a short LoRA fine-tune, exported (``_smollm2.TunedJudge``)."""
+    import _smollm2
+
+    return _smollm2.tune(smollm2, tmp_path_factory.mktemp("smollm2-sft"))

@@ -119,7 +119,12 @@ async def test_csv_and_json_array_sources_with_bad_records(tmp_path: Path) -> No
     s = await _run(csv_src, tmp_path / "c.db", _scripted())
     assert (s.rows, s.ok, s.invalid) == (6, 2, 4)
     probs = "\n".join(s.problems)
-    for needle in ("row 1: not valid UTF-8", "row 2: CSV record has 1 fields", "row 3: CSV record has 3", "row 4: "):
+    for needle in (
+        "row 1: field 'response': not valid UTF-8",
+        "row 2: CSV record has 1 fields",
+        "row 3: CSV record has 3",
+        "row 4: ",
+    ):
         assert needle in probs, probs
     assert "missing instruction" in probs
 

@@ -221,7 +221,7 @@ def test_the_cli_prints_and_stores_no_key(tmp_path: Path) -> None:
             capture_output=True,
             timeout=180,
         )
-    assert ev.returncode == 0, ev.stderr.decode()[-2000:]
+    assert ev.returncode == 1, ev.stderr.decode()[-2000:]  # rows failed (the 401s): exit 1
     assert rep.returncode == 0, rep.stderr.decode()[-2000:]
     assert server_fn.seen_keys == {KEY}
     assert b"401" in ev.stderr  # the unauthorised items are listed, with the server's (scrubbed) text

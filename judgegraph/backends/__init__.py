@@ -20,6 +20,7 @@ from ._protocol import (
 from ._ratelimit import RateLimitedBackend, RateLimiter, TokenBucket
 from ._retry import Retryable, awith_retries, parse_retry_after
 from ._scripted import ScriptedBackend
+from ._secrets import Secrets, clean_url, strip_userinfo
 
 if TYPE_CHECKING:
     from ._openai import OpenAIBackend
@@ -38,13 +39,16 @@ __all__ = [
     "RateLimiter",
     "Retryable",
     "ScriptedBackend",
+    "Secrets",
     "TGIBackend",
     "TokenBucket",
     "TokenLogprob",
     "TransformersBackend",
     "awith_retries",
     "chatml_prompt",
+    "clean_url",
     "parse_retry_after",
+    "strip_userinfo",
 ]
 
 _LAZY = {

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
 from judgegraph.types import Pricing, RetryPolicy, Usage
 
 from ._protocol import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
 from ._retry import Retryable, awith_retries, parse_retry_after
+from ._secrets import Secrets, clean_url, credential_headers, split_url_credentials
 
 __all__ = ["OpenAIBackend"]
 
@@ -19,6 +22,11 @@ class OpenAIBackend:
 
     The SDK's own retries are off (``max_retries=0``): ours count attempts for
     provenance and honour ``retry-after`` the same way across backends.
+
+    Credentials from every source (``api_key``, ``OPENAI_API_KEY``, user info
+    in ``base_url``, credential ``default_headers``, a given ``client``) are
+    scrubbed from every error this backend raises. User info in the URL is
+    sent as HTTP basic auth and never reaches the client's URL or its logs.
     """
 
     name = "openai"
@@ -34,13 +42,16 @@ class OpenAIBackend:
         pricing: Pricing | None = None,
         structured_output: bool = True,
         max_connections: int | None = None,
+        default_headers: Mapping[str, str] | None = None,
     ) -> None:
         self.model = model
         self.retry = retry or RetryPolicy()
         self.pricing = pricing
         self.capabilities = Capabilities(structured_output=structured_output, logprobs=True)
         self._fixed_client = client
-        self._key = api_key  # only to scrub it from servers' error text
+        self._secrets = Secrets([api_key, *credential_headers(default_headers)])
+        url, user, password = split_url_credentials(base_url) if base_url else (None, None, None)
+        self._secrets.add_basic_auth(user, password)
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
         if client is None:
             try:
@@ -50,24 +61,46 @@ class OpenAIBackend:
 
             def make() -> Any:
                 kwargs: dict[str, Any] = {}
+                http: dict[str, Any] = {}
                 if max_connections is not None:
                     # Size the pool to the concurrency: the default keeps 100
                     # idle connections and churns above that.
                     import httpx2  # type: ignore[import-not-found]
 
-                    limits = httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-                    kwargs["http_client"] = openai.DefaultAsyncHttpxClient(limits=limits)
+                    http["limits"] = httpx2.Limits(
+                        max_connections=max_connections, max_keepalive_connections=max_connections
+                    )
+                if password is not None or user is not None:
+                    import httpx2
+
+                    http["auth"] = httpx2.BasicAuth(user or "", password or "")
+                if http:
+                    kwargs["http_client"] = openai.DefaultAsyncHttpxClient(**http)
+                if default_headers:
+                    kwargs["default_headers"] = dict(default_headers)
                 return openai.AsyncOpenAI(
-                    api_key=api_key, base_url=base_url, max_retries=0, timeout=self.retry.timeout_s, **kwargs
+                    api_key=api_key, base_url=url, max_retries=0, timeout=self.retry.timeout_s, **kwargs
                 )
 
             self._make_client = make
             # Built now so a missing key fails at construction; the first event
             # loop that calls generate() takes it instead of building another.
             self._unclaimed: Any = make()
-            self._base_url = str(self._unclaimed.base_url)
+            self._learn(self._unclaimed)
         else:
-            self._base_url = str(client.base_url)
+            self._learn(client)
+        self.endpoint = clean_url(self._base_url).rstrip("/")
+
+    def _learn(self, client: Any) -> None:
+        """What a client holds: its key (from the argument or the environment),
+        credential headers and any user info in its URL."""
+        self._base_url = clean_url(str(client.base_url))
+        _, user, password = split_url_credentials(str(client.base_url))
+        self._secrets.add_basic_auth(user, password)
+        self._secrets.add(getattr(client, "api_key", None), os.environ.get("OPENAI_API_KEY"))
+        headers = getattr(client, "default_headers", None)
+        if isinstance(headers, Mapping):
+            self._secrets.add(*credential_headers(headers))
 
     @property
     def _client(self) -> Any:
@@ -123,9 +156,8 @@ class OpenAIBackend:
         except openai.APIConnectionError as exc:
             raise Retryable(f"connection to {self.model} failed: {type(exc.__cause__).__name__}") from None
         except openai.APIStatusError as exc:
-            # Some servers echo the key they were sent in their error text.
-            message = exc.message.replace(self._key, "[redacted]") if self._key else exc.message
-            raise BackendError(f"HTTP {exc.status_code} from {self.model}: {message}") from None
+            # Some servers echo the key they were sent in their error text: generate() scrubs it.
+            raise BackendError(f"HTTP {exc.status_code} from {self.model}: {exc.message}") from None
         except openai.APIResponseValidationError as exc:
             raise Retryable(f"malformed response from {self.model}: {exc.message}") from None
         except ValueError as exc:  # body that is not JSON (json.JSONDecodeError)
@@ -133,9 +165,12 @@ class OpenAIBackend:
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         params = self._params(request)
-        resp, attempts, latency = await awith_retries(
-            lambda: self._once(params), self.retry, f"openai model {self.model}"
-        )
+        try:
+            resp, attempts, latency = await awith_retries(
+                lambda: self._once(params), self.retry, f"openai model {self.model}"
+            )
+        except BackendError as exc:
+            raise BackendError(self._secrets.scrub(str(exc)), attempts=exc.attempts, retryable=exc.retryable) from None
         return _to_result(resp, attempts, latency, self.model)
 
 

@@ -9,14 +9,16 @@ native generate route (grammar, ``top_n_tokens``, ``details``).
 from __future__ import annotations
 
 import asyncio
+import base64
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from judgegraph.types import Message, Pricing, RetryPolicy, Usage
 
 from ._protocol import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
 from ._retry import Retryable, awith_retries, parse_retry_after
+from ._secrets import Secrets, credential_headers, split_url_credentials
 
 __all__ = ["TGIBackend", "chatml_prompt"]
 
@@ -42,18 +44,26 @@ class TGIBackend:
         prompt_format: Callable[[Sequence[Message]], str] = chatml_prompt,
         structured_output: bool = True,
         engine: Literal["tgi", "vllm"] = "tgi",
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         """``model`` is the served model name sent on the chat route (vLLM and
         SGLang route by it). ``engine`` picks how a JSON schema is asked for on
         the chat route: TGI's ``response_format`` (the hub client rewrites it to
-        TGI's form, which vLLM ignores) or vLLM's ``structured_outputs``."""
+        TGI's form, which vLLM ignores) or vLLM's ``structured_outputs``.
+
+        Credentials (``token``, a saved hub token, user info in ``base_url``,
+        credential ``headers``) are scrubbed from every error; user info is
+        taken out of the URL (which is shown, logged and recorded as the
+        model) and sent as HTTP basic auth."""
         try:
             import huggingface_hub  # noqa: F401
         except ImportError:
             raise MissingExtraError("TGIBackend", "tgi") from None
-        self.base_url = base_url
+        url, user, password = split_url_credentials(base_url)
+        self.base_url = url
+        self.endpoint = url.rstrip("/")
         self.mode = mode
-        self.model = model or base_url
+        self.model = model or url
         self._served_model = model
         self.engine = engine
         self.retry = retry or RetryPolicy()
@@ -61,6 +71,16 @@ class TGIBackend:
         self.capabilities = Capabilities(structured_output=structured_output, logprobs=True)
         self._prompt_format = prompt_format
         self._token = token
+        self._headers = dict(headers or {})
+        if (user is not None or password is not None) and token is None:
+            pair = f"{user or ''}:{password or ''}".encode()
+            self._headers.setdefault("Authorization", "Basic " + base64.b64encode(pair).decode("ascii"))
+        self._secrets = Secrets([token, *credential_headers(self._headers)])
+        self._secrets.add_basic_auth(user, password)
+        if token is None:  # the hub client sends a saved or HF_TOKEN token itself
+            from huggingface_hub import get_token
+
+            self._secrets.add(get_token())
         # The client's connection pool belongs to one event loop: keep one per loop.
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
@@ -72,7 +92,7 @@ class TGIBackend:
             from huggingface_hub import AsyncInferenceClient
 
             client = self._clients[loop] = AsyncInferenceClient(
-                base_url=self.base_url, token=self._token, timeout=self.retry.timeout_s
+                base_url=self.base_url, token=self._token, timeout=self.retry.timeout_s, headers=self._headers or None
             )
         return client
 
@@ -94,8 +114,7 @@ class TGIBackend:
             if status == 429 or status >= 500:
                 hint = parse_retry_after(exc.response.headers.get("retry-after")) if status == 429 else None
                 raise Retryable(f"HTTP {status} from {self.base_url}", hint) from None
-            text = _first_line(exc)  # some servers echo the key they were sent: scrub it
-            text = text.replace(self._token, "[redacted]") if self._token else text
+            text = _first_line(exc)  # some servers echo the key they were sent: generate() scrubs it
             raise BackendError(f"HTTP {status} from {self.base_url}: {text}") from None
         except httpx2.TimeoutException:
             raise Retryable(f"request to {self.base_url} timed out") from None
@@ -108,6 +127,8 @@ class TGIBackend:
     async def _generate(self, request: GenerateRequest) -> GenerateResult:
         kwargs: dict[str, Any] = {
             "details": True,
+            # The prompt's tokens come back as ``prefill``: the input side of usage and cost.
+            "decoder_input_details": True,
             "max_new_tokens": request.max_tokens,
             "stop": list(request.stop) or None,
             "seed": request.seed,
@@ -126,7 +147,10 @@ class TGIBackend:
             tokens = tuple(
                 TokenLogprob(t.text, t.logprob, _alts(top)) for t, top in zip(details.tokens, tops, strict=False)
             )
-        usage = Usage(completion_tokens=details.generated_tokens if details else 0)
+        usage = Usage(
+            prompt_tokens=len(details.prefill or ()) if details else 0,
+            completion_tokens=details.generated_tokens if details else 0,
+        )
         finish = str(details.finish_reason) if details else None
         return GenerateResult(out.generated_text, self.model, usage, tokens, finish)
 
@@ -165,9 +189,12 @@ class TGIBackend:
         )
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
-        result, attempts, latency = await awith_retries(
-            lambda: self._call(request), self.retry, f"TGI endpoint {self.base_url}"
-        )
+        try:
+            result, attempts, latency = await awith_retries(
+                lambda: self._call(request), self.retry, f"TGI endpoint {self.base_url}"
+            )
+        except BackendError as exc:
+            raise BackendError(self._secrets.scrub(str(exc)), attempts=exc.attempts, retryable=exc.retryable) from None
         return GenerateResult(
             result.text, result.model, result.usage, result.tokens, result.finish_reason, attempts, latency
         )

@@ -8,10 +8,15 @@ worker thread, so the event loop stays free while the model computes.
 from __future__ import annotations
 
 import asyncio
+import copy
+import re
+import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from judgegraph.pretrained import pretrained_source
 from judgegraph.types import Pricing, Usage
 
 from ._protocol import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
@@ -44,11 +49,13 @@ class TransformersBackend:
         self.capabilities = Capabilities(structured_output=False, logprobs=True)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
-        self.tokenizer = AutoTokenizer.from_pretrained(str(model_path))
+        # A .gguf file loads (de-quantised) through gguf_file=; see judgegraph.pretrained.
+        folder, gguf = pretrained_source(model_path)
+        self.tokenizer = AutoTokenizer.from_pretrained(folder, **gguf)
         self.tokenizer.padding_side = "left"  # decoder-only batching pads on the left
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        model: Any = AutoModelForCausalLM.from_pretrained(str(model_path), dtype=dtype)
+        model: Any = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, **gguf)
         self._model = model.to(self.device)
         self._model.eval()
         # Prompt plus output must fit the model's context; a request that does
@@ -58,6 +65,10 @@ class TransformersBackend:
         self.max_batch_size = max_batch_size
         self.batch_wait_s = batch_wait_s
         self.batches_run = 0  # observable, for tests and benchmarks
+        # One computation at a time: generation and value scoring share the
+        # cores, and running both at once only makes each slower.
+        self._compute = threading.Lock()
+        self._digit_ids: Any = None
         self._queue: asyncio.Queue[_Pending] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._worker: asyncio.Task[None] | None = None
@@ -118,7 +129,59 @@ class TransformersBackend:
             return str(out)
         return chatml_prompt(request.messages)
 
+    async def avalue_logprobs(self, request: GenerateRequest, prefix: str, values: Sequence[str]) -> list[float]:
+        """log P(each value's tokens, then a token that does not start with a
+        digit | prompt + ``prefix``): the exact score distribution on scales
+        whose values span several tokens ("10")."""
+        return await asyncio.to_thread(self._value_logprobs, self._prompt(request) + prefix, list(values))
+
+    def _value_logprobs(self, context: str, values: list[str]) -> list[float]:
+        import torch
+
+        tok = self.tokenizer
+        seqs = [list(tok(context + v)["input_ids"]) for v in values]
+        # Tokenised with the value, so a space merged into the first digit
+        # (" 1") splits the same way it would in generation.
+        common = min(len(s) for s in seqs) - 1
+        for i in range(common):
+            if len({s[i] for s in seqs}) > 1:
+                common = i
+                break
+        with self._compute, torch.inference_mode():
+            digits = self._digit_mask()
+            ids = torch.tensor([seqs[0][:common]], device=self.device)
+            head = self._model(input_ids=ids, use_cache=True)
+            first = head.logits[0, -1].float().log_softmax(-1)
+            out: list[float] = []
+            for seq in seqs:
+                rest = seq[common:]
+                step = self._model(
+                    input_ids=torch.tensor([rest], device=self.device),
+                    past_key_values=copy.deepcopy(head.past_key_values),
+                    use_cache=True,
+                )
+                lps = step.logits[0].float().log_softmax(-1)
+                total = float(first[rest[0]]) + sum(float(lps[j - 1, rest[j]]) for j in range(1, len(rest)))
+                ends = 1.0 - float(lps[-1].exp()[digits].sum())
+                out.append(total + float(torch.tensor(max(ends, 1e-30)).log()))
+        return out
+
+    def _digit_mask(self) -> Any:
+        """Ids of the tokens whose text starts with a digit (they continue a number)."""
+        if self._digit_ids is None:
+            import torch
+
+            pieces = self.tokenizer.batch_decode([[i] for i in range(len(self.tokenizer))])
+            self._digit_ids = torch.tensor(
+                [i for i, p in enumerate(pieces) if re.match(r"\d", p)], dtype=torch.long, device=self.device
+            )
+        return self._digit_ids
+
     def _run_batch(self, requests: list[GenerateRequest]) -> list[GenerateResult]:
+        with self._compute:
+            return self._run_batch_locked(requests)
+
+    def _run_batch_locked(self, requests: list[GenerateRequest]) -> list[GenerateResult]:
         import torch
 
         self.batches_run += 1

@@ -37,12 +37,22 @@ from ._thresholds import Label, agreement_credit, matches_label
 
 __all__ = [
     "CascadePlan",
+    "MissingCostError",
     "PlannedPolicy",
     "PlannedTier",
     "describe_policy",
     "plan_cascades",
     "simulate_cascade",
 ]
+
+
+class MissingCostError(ValueError):
+    """Judges whose recordings carry no cost and for which none was given."""
+
+    def __init__(self, judges: list[str]) -> None:
+        super().__init__(f"no cost for judges {judges}: give costs= (recordings carry no cost_usd)")
+        self.judges = judges
+
 
 DEFAULT_BUDGETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
@@ -306,7 +316,7 @@ def _costs(table: Mapping[str, Mapping[str, Result]], given: Mapping[str, float]
         else:
             missing.append(j)
     if missing:
-        raise ValueError(f"no cost for judges {sorted(missing)}: give costs= (recordings carry no cost_usd)")
+        raise MissingCostError(sorted(missing))
     unknown = set(given or {}) - set(table)
     if unknown:
         raise ValueError(f"costs name judges with no recordings: {sorted(unknown)}")

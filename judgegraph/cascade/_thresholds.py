@@ -59,16 +59,26 @@ def matches_label(result: Result, label: Label) -> bool:
     return result.score == label
 
 
-def agreement_credit(result: Result, label: Label, *, tie_credit: float = 0.5) -> float:
+def agreement_credit(
+    result: Result, label: Label, *, tie_credit: float = 0.5, missing_order: Literal["half", "zero"] = "half"
+) -> float:
     """Credit for one verdict against a human label, in [0, 1].
 
-    Exact agreement earns 1 and a failed result 0. For pairwise verdicts a
-    tie against a preference (or a preference against a tie) earns
-    ``tie_credit``: with 0.5 a swap-inconsistent verdict scores like the
-    mean of its two orders, which is LLMBar's "average accuracy". Pointwise
-    scores earn only exact matches.
+    Exact agreement earns 1. For pairwise verdicts a tie against a
+    preference (or a preference against a tie) earns ``tie_credit``: with
+    0.5 a swap-inconsistent verdict (whose orders disagree, merged to a tie)
+    scores like the mean of its two orders, which is LLMBar's "average
+    accuracy". A failed result earns 0, except a pairwise result with
+    exactly one readable order in ``orders``: with ``missing_order="half"``
+    (LLMBar's convention: the unreadable order counts as wrong, the two are
+    averaged) it earns half of what that order alone would. Pointwise scores
+    earn only exact matches.
     """
     if not result.ok:
+        orders = getattr(result, "orders", None) or ()
+        readable = [o for o in orders if o.ok]
+        if missing_order == "half" and isinstance(result, PairwiseVerdict) and len(orders) == 2 and len(readable) == 1:
+            return 0.5 * agreement_credit(readable[0], label, tie_credit=tie_credit)
         return 0.0
     if isinstance(result, PairwiseVerdict):
         if result.winner == label:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +16,7 @@ from rich.table import Table
 from judgegraph.judges import VerdictRecord, read_verdicts
 from judgegraph.types import Winner
 
-from ._planner import CascadePlan, PlannedPolicy, plan_cascades
+from ._planner import CascadePlan, MissingCostError, PlannedPolicy, plan_cascades
 
 __all__ = ["cascade_app"]
 
@@ -141,6 +142,10 @@ def plan(
             max_tiers=max_tiers,
             tie_credit=tie_credit,
         )
+    except MissingCostError as exc:
+        flags = " ".join(f"--cost {shlex.quote(j + '=COST')}" for j in exc.judges)
+        typer.echo(f"error: no cost for judges {exc.judges} (their recordings carry none): pass {flags}", err=True)
+        raise typer.Exit(1) from None
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from judgegraph.backends import Backend
+from judgegraph.backends import Backend, clean_url
 from judgegraph.types import FrozenModel, Pricing, RetryPolicy
 
 __all__ = ["BackendConfig", "build_backend"]
@@ -32,6 +32,10 @@ class BackendConfig(FrozenModel):
         if not v.strip():
             raise ValueError("model must be a non-empty string")
         return v
+
+    def __repr_args__(self) -> Any:  # credentials in base_url are never shown
+        for k, v in super().__repr_args__():
+            yield k, (clean_url(v) if k == "base_url" and isinstance(v, str) else v)
 
 
 def build_backend(cfg: BackendConfig, *, max_connections: int | None = None) -> Backend:

@@ -1,6 +1,7 @@
 """LLMBar: gold-labelled instruction-following pairs and recorded LLM evaluators.
 
-Layout (princeton-nlp/LLMBar ``Dataset/``): ``LLMBar/Natural`` and
+Layout (princeton-nlp/LLMBar ``Dataset/``): ``LLMBar/Natural``,
+``LLMBar/Adversarial/{GPTInst,GPTOut,Manual,Neighbor}`` and
 ``Processed/{FairEval,LLMEval^2,MT-Bench}``, each with ``dataset.json``
 (``input``, ``output_1``, ``output_2``, ``label`` 1 or 2) and
 ``evaluators/<evaluator>/<strategy>/{result.json,statistics.json}``. In a
@@ -11,6 +12,7 @@ the evaluator's output could not be parsed).
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,6 +32,10 @@ __all__ = [
 #: Subset name -> folder under the LLMBar root.
 LLMBAR_SUBSETS: dict[str, str] = {
     "Natural": "LLMBar/Natural",
+    "GPTInst": "LLMBar/Adversarial/GPTInst",
+    "GPTOut": "LLMBar/Adversarial/GPTOut",
+    "Manual": "LLMBar/Adversarial/Manual",
+    "Neighbor": "LLMBar/Adversarial/Neighbor",
     "FairEval": "Processed/FairEval",
     "LLMEval^2": "Processed/LLMEval^2",
     "MT-Bench": "Processed/MT-Bench",
@@ -125,16 +131,30 @@ def load_llmbar(path: str | Path, *, subset: str = "Natural") -> list[LLMBarItem
 
 
 def list_llmbar_runs(path: str | Path) -> list[tuple[str, str, str]]:
-    """Every recorded (subset, evaluator, strategy) that has a result.json and statistics.json."""
+    """Every recorded (subset, evaluator, strategy) that has a result.json and statistics.json.
+
+    A root holding none of the subset folders raises :class:`DatasetNotFoundError`;
+    subsets without recorded evaluators give a warning and an empty list."""
     root = _root(path)
+    present = [s for s, rel in LLMBAR_SUBSETS.items() if (root / rel).is_dir()]
+    if not present:
+        raise DatasetNotFoundError(
+            f"LLMBar: none of the subset folders ({', '.join(LLMBAR_SUBSETS.values())}) is under {str(root)!r}"
+        )
     runs: list[tuple[str, str, str]] = []
-    for subset, rel in LLMBAR_SUBSETS.items():
-        evaluators = root / rel / "evaluators"
+    for subset in present:
+        evaluators = root / LLMBAR_SUBSETS[subset] / "evaluators"
         if not evaluators.is_dir():
             continue
         for result in sorted(evaluators.glob("*/*/result.json")):
             if (result.parent / "statistics.json").is_file():
                 runs.append((subset, result.parent.parent.name, result.parent.name))
+    if not runs:
+        warnings.warn(
+            f"LLMBar: subsets {present} under {str(root)!r} have no recorded evaluator runs "
+            "(evaluators/<evaluator>/<strategy>/result.json and statistics.json)",
+            stacklevel=2,
+        )
     return runs
 
 

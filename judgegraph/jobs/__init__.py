@@ -28,6 +28,7 @@ from ._spec import (
     judge_fingerprint,
 )
 from ._store import ItemRecord, ResultRecord, RunInfo, RunMismatchError, Store, StoredRow
+from ._store_guard import RunLockedError, StoreCommitError, StoreError
 
 if TYPE_CHECKING:
     from ._ray import run_spec_ray
@@ -51,11 +52,14 @@ __all__ = [
     "ResultRecord",
     "RowPreparer",
     "RunInfo",
+    "RunLockedError",
     "RunMismatchError",
     "Shard",
     "SourceConfig",
     "SourceRow",
     "Store",
+    "StoreCommitError",
+    "StoreError",
     "StoredRow",
     "TokenBucket",
     "arun_job",

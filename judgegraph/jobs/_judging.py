@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from judgegraph.backends import Backend, RateLimitedBackend, RateLimiter
 from judgegraph.judges import Judge, JudgeInputError
 
-from ._spec import PreparedRow, judge_fingerprint
+from ._spec import PreparedRow, backend_identity, judge_fingerprint
 from ._store import ResultRecord
 
 __all__ = ["failure_record", "fingerprint_for", "judge_prepared", "limit_context", "verdict_record"]
@@ -86,7 +86,5 @@ def fingerprint_for(judge: Judge[Any, Any], context: Mapping[str, Any] | None) -
     backend = judge.backend_for(context)
     fp = judge_fingerprint(judge, backend)
     if backend is None and context:
-        fp["context_backends"] = {
-            k: {"name": v.name, "model": v.model} for k, v in sorted(context.items()) if isinstance(v, Backend)
-        }
+        fp["context_backends"] = {k: backend_identity(v) for k, v in sorted(context.items()) if isinstance(v, Backend)}
     return fp

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from judgegraph.backends import MissingExtraError, RateLimiter
-from judgegraph.judges import coerce_input
+from judgegraph.judges import Judge, coerce_input
 
 from ._judging import fingerprint_for, judge_prepared, limit_context
 from ._recorder import JobProgress, JobSummary, ProgressCallback, _Recorder, _summary
@@ -128,7 +128,7 @@ class _JudgeActor:
         self.claims = claims[0]  # in a list so Ray passes the handle, not a copy
         self.concurrency = concurrency
         self.loop = asyncio.new_event_loop()
-        self.judge = build_judge(self.spec.judge)
+        self.judge: Judge[Any, Any] = build_judge(self.spec.judge)
         limiter = RateLimiter(rpm=rpm, tpm=tpm) if (rpm or tpm) else None
         backend = build_backend(self.spec.backend, max_connections=_pool_size(self.spec) // max(1, actors))
         self.ctx, self.judge = limit_context(self.judge, {"backend": backend}, limiter)

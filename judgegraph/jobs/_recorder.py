@@ -28,6 +28,7 @@ class JobProgress:
     errors: int = 0
     invalid: int = 0
     cost_usd: float = 0.0
+    priced: bool = True  # False once an item judged now came back without a price
     tokens: int = 0
     requests: int = 0  # model calls made for the items judged now, retries and repairs included
     started: float = field(default_factory=time.monotonic)
@@ -63,7 +64,7 @@ class JobSummary(BaseModel):
     unparsed: int
     errors: int
     invalid: int
-    cost_usd: float
+    cost_usd: float | None  # of the items judged now; None when the judge is unpriced
     tokens: int
     elapsed_s: float
     problems: list[str]
@@ -151,6 +152,8 @@ class _Recorder:
             p.errors += 1
         if record.status != "ok":
             self.problem(f"{where}: {record.status}: {record.reason}")
+        if record.cost_usd is None:
+            p.priced = False  # as the report does: one unpriced result makes the total unpriced
         p.cost_usd += record.cost_usd or 0.0
         p.tokens += record.prompt_tokens + record.completion_tokens
         p.requests += record.attempts
@@ -176,7 +179,7 @@ def _summary(rec: _Recorder, store: Store, engine: str, resumed: bool, elapsed: 
         unparsed=p.unparsed,
         errors=p.errors,
         invalid=p.invalid,
-        cost_usd=p.cost_usd,
+        cost_usd=p.cost_usd if p.priced else None,
         tokens=p.tokens,
         requests=p.requests,
         elapsed_s=elapsed,

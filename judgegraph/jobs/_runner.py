@@ -10,7 +10,9 @@ problem that kept it from being judged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import logging
 import os
 import time
 import warnings
@@ -34,8 +36,11 @@ from ._spec import (
     config_hash,
 )
 from ._store import Store
+from ._store_guard import StoreCommitError, StoreError
 
 __all__ = ["arun_job", "arun_spec", "run_job", "run_spec"]
+
+_log = logging.getLogger("judgegraph.jobs")
 
 
 def default_run_id(source: SourceConfig, config_hash: str) -> str:
@@ -108,11 +113,21 @@ async def arun_job(
             await _drive(preparer, iter_rows(paths, source.format), rec, judge, ctx, concurrency, rerun_failed)
             state = "finished"
         finally:
-            st.set_state(run_id, state)
-        return _summary(rec, st, "local", resumed, time.monotonic() - started)
-    finally:
+            try:
+                st.set_state(run_id, state)
+            except StoreError:
+                if state == "finished":
+                    raise  # otherwise the job's own error is on its way out, and says more
+
+        summary = _summary(rec, st, "local", resumed, time.monotonic() - started)
+    except BaseException:
         if owned:
-            st.close()
+            with contextlib.suppress(StoreError):  # the error on its way out says more
+                st.close()
+        raise
+    if owned:
+        st.close()
+    return summary
 
 
 async def _drive(
@@ -128,27 +143,56 @@ async def _drive(
     stop = asyncio.Event()
 
     async def flusher() -> None:
+        # A failed commit keeps its batch buffered and is retried on the next
+        # tick; only a store that keeps failing stops the job.
+        failures = 0
         while not stop.is_set():
             try:
                 await asyncio.wait_for(stop.wait(), store.flush_interval_s)
             except TimeoutError:
                 pass
-            await store.aflush()
+            try:
+                await store.aflush()
+                failures = 0
+            except StoreCommitError as exc:
+                failures += 1
+                _log.warning("%s (failure %d of %d in a row)", exc, failures, store.max_commit_failures)
+                if failures >= store.max_commit_failures:
+                    raise
 
     store.auto_flush = False  # commits happen on the flusher's thread, off the event loop
     flush_task = asyncio.create_task(flusher())
+    if getattr(judge, "needs_batch", False):
+        # A judge that ranks a whole batch (a cascade with a budget policy)
+        # cannot take items one at a time: feed it chunks.
+        work = _drive_batches(preparer, rows, rec, judge, ctx, concurrency, rerun_failed)
+    else:
+        work = _drive_pool(preparer, rows, rec, judge, ctx, concurrency, rerun_failed)
+    work_task = asyncio.create_task(work)
     try:
-        if getattr(judge, "needs_batch", False):
-            # A judge that ranks a whole batch (a cascade with a budget policy)
-            # cannot take items one at a time: feed it chunks.
-            await _drive_batches(preparer, rows, rec, judge, ctx, concurrency, rerun_failed)
-        else:
-            await _drive_pool(preparer, rows, rec, judge, ctx, concurrency, rerun_failed)
+        await asyncio.wait({work_task, flush_task}, return_when=asyncio.FIRST_COMPLETED)
+        if flush_task.done() and not work_task.done():
+            # The store refused commits again and again: stop judging items
+            # whose results could not be saved.
+            work_task.cancel()
+        await asyncio.gather(work_task, return_exceptions=True)
     finally:
         stop.set()
-        await asyncio.gather(flush_task, return_exceptions=True)
+        if not work_task.done():
+            work_task.cancel()
+            await asyncio.gather(work_task, return_exceptions=True)
+        flush_error = (await asyncio.gather(flush_task, return_exceptions=True))[0]
         store.auto_flush = True
-        store.flush()
+    # The last commit; if it fails too, the error says how many results were not saved.
+    store.flush()
+    if isinstance(flush_error, StoreCommitError):
+        raise StoreCommitError(
+            f"{store.path}: the job stopped after {store.max_commit_failures} failed commits in a row "
+            f"({flush_error.reason}); everything judged is saved now: run the same command again to judge the rest",
+            pending=0,
+            reason=flush_error.reason,
+        )
+    work_task.result()  # the work's own error, if it had one
 
 
 def _claim(

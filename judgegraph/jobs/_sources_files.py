@@ -6,9 +6,12 @@ import csv
 import json
 import re
 import sys
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from ._sources_json import iter_json_records
 
 __all__ = ["SourceRow"]
 
@@ -70,63 +73,17 @@ def _iter_json_lines(fp: Any) -> Iterator[tuple[Any, int]]:
         n += 1
 
 
-_MAX_RECORD = 256 << 20
-
-
 def _iter_json_stream(fp: Any, *, peek: bool = False) -> Iterator[tuple[Any, int]]:
     """A ``.json`` file: the elements of one top-level array, or top-level
-    values one after another, decoded a chunk at a time. With ``peek``, a
-    top-level array yields its first element only. A malformed record ends
-    the file with a :class:`_Bad` (there is no line to resynchronise on)."""
-    decoder = json.JSONDecoder()
-    buf, pos, n = "", 0, 0
-    eof = in_array = started = False
-
-    def refill() -> bool:
-        nonlocal buf, pos, eof
-        chunk = fp.read(_CHUNK)
-        if not chunk:
-            eof = True
-            return False
-        buf, pos = buf[pos:] + chunk, 0
-        return True
-
-    while True:
-        while True:
-            while pos < len(buf) and (buf[pos] in " \t\r\n\ufeff" or (in_array and buf[pos] == ",")):
-                pos += 1
-            if pos < len(buf) or eof or not refill():
-                break
-        if pos >= len(buf):
-            return
-        if not started:
-            started = True
-            if buf[pos] == "[":
-                in_array = True
-                pos += 1
-                continue
-        if in_array and buf[pos] == "]":
-            return
-        while True:
-            try:
-                value, end = decoder.raw_decode(buf, pos)
-            except json.JSONDecodeError as exc:
-                if not eof and len(buf) - pos < _MAX_RECORD and refill():
-                    continue
-                yield _Bad(f"not valid JSON at record {n} ({exc.msg})"), n
-                return
-            except RecursionError:
-                yield _Bad(f"not valid JSON at record {n} (nested too deeply)"), n
-                return
-            if end == len(buf) and not eof and not isinstance(value, dict | list) and refill():
-                continue  # a bare number may go on in the next chunk
-            bad = _undecodable(buf[pos:end])
-            pos = end
-            yield (value if bad is None else _Bad(bad)), n
-            n += 1
-            break
-        if peek and in_array:
-            return
+    values one after another, read in linear time. With ``peek``, a
+    top-level array yields its first element only. A malformed record
+    yields a :class:`_Bad` in its place and the next one is read as usual."""
+    for value, n, text in iter_json_records(fp, peek=peek):
+        if isinstance(value, ValueError):
+            yield _Bad(str(value)), n
+            continue
+        bad = _undecodable(text)
+        yield (value if bad is None else _Bad(bad)), n
 
 
 def _json_values(path: str) -> Iterator[tuple[Any, int]]:
@@ -148,34 +105,83 @@ def _json_rows(path: str, file: int) -> Iterator[SourceRow]:
 # ------------------------------------------------------------------ CSV
 
 
+class _Lines:
+    """The physical lines a CSV reader takes, with the lines of a failed
+    record given back so reading resumes on the line after its first."""
+
+    def __init__(self, fp: Any) -> None:
+        self._fp = fp
+        self._back: deque[str] = deque()
+        self.taken: list[str] = []
+        self.line = 0  # physical lines consumed so far
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        text = self._back.popleft() if self._back else next(self._fp)
+        self.taken.append(text)
+        self.line += 1
+        return text
+
+    def start_record(self) -> None:
+        self.taken = []
+
+    def give_back_all_but_first(self) -> None:
+        rest = self.taken[1:]
+        self._back.extendleft(reversed(rest))
+        self.line -= len(rest)
+        self.taken = []
+
+
 def _csv_rows(path: str, file: int, *, delimiter: str = ",") -> Iterator[SourceRow]:
+    """CSV/TSV records, read strictly: an unclosed quote or a stray one is
+    that record's problem, named by its line, and reading goes on at the
+    next line, so one bad quote never folds the rest of the file into a field."""
     limit = csv.field_size_limit()
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     try:
         with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fp:
-            reader = csv.reader(fp, delimiter=delimiter)
+            lines = _Lines(fp)
+            reader = csv.reader(lines, delimiter=delimiter, strict=True)
             try:
                 header = next(reader)
             except StopIteration:
                 return
+            except csv.Error as exc:
+                yield SourceRow(file, 0, None, f"unreadable CSV header (line 1): {exc}")
+                return
             header = [h.lstrip("\ufeff").strip() for h in header]
             n = 0
             while True:
+                lines.start_record()
+                first_line = lines.line + 1
                 try:
                     record = next(reader)
                 except StopIteration:
                     return
                 except csv.Error as exc:
-                    yield SourceRow(file, n, None, f"unreadable CSV record: {exc}")
+                    why = "a quoted field is never closed" if "unexpected end of data" in str(exc) else str(exc)
+                    yield SourceRow(file, n, None, f"unreadable CSV record at line {first_line}: {why}")
                     n += 1
+                    lines.give_back_all_but_first()
+                    reader = csv.reader(lines, delimiter=delimiter, strict=True)
                     continue
                 if not record:
                     continue  # blank line
-                bad = next((b for f in record if (b := _undecodable(f)) is not None), None)
+                bad = next(
+                    ((h, b) for h, f in zip(header, record, strict=False) if (b := _undecodable(f)) is not None),
+                    None,
+                )
                 if bad is not None:
-                    yield SourceRow(file, n, None, bad)
+                    yield SourceRow(file, n, None, f"field {bad[0]!r}: {bad[1]}")
                 elif len(record) != len(header):
-                    yield SourceRow(file, n, None, f"CSV record has {len(record)} fields, the header has {len(header)}")
+                    yield SourceRow(
+                        file,
+                        n,
+                        None,
+                        f"CSV record has {len(record)} fields, the header has {len(header)} (line {first_line})",
+                    )
                 else:
                     yield SourceRow(file, n, dict(zip(header, record, strict=True)))
                 n += 1

@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from judgegraph.backends import Backend
+from judgegraph.backends import Backend, clean_url
 from judgegraph.config import BackendConfig, JudgeConfig, JudgeKind, build_backend, build_judge
 from judgegraph.judges import Judge, JudgeInputError, coerce_input
 from judgegraph.types import FrozenModel
@@ -96,9 +97,17 @@ class JobSpec(FrozenModel):
 
 @dataclass(frozen=True)
 class _BackendId:
-    """What of a backend config can change a verdict (not its URL, key or retries)."""
+    """What of a backend config can change a verdict: the server and model,
+    not the key, the URL's credentials or the retries."""
 
     cfg: BackendConfig
+
+    @property
+    def endpoint(self) -> str:
+        url = self.cfg.base_url
+        if url is None and self.cfg.kind == "openai":
+            url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        return clean_url(url or "").rstrip("/")
 
     @property
     def name(self) -> str:
@@ -137,8 +146,18 @@ def _plain(value: Any, depth: int = 0) -> Any:
     if isinstance(value, Judge):
         return judge_fingerprint(value, None)
     if isinstance(value, Backend):
-        return {"backend": value.name, "model": value.model}
+        return backend_identity(value)
     return type(value).__qualname__
+
+
+def backend_identity(backend: Any) -> dict[str, Any]:
+    """A backend's kind, model and server: two servers serving the same model
+    name may answer differently, so their verdicts are never shared."""
+    out: dict[str, Any] = {"backend": backend.name, "model": backend.model}
+    endpoint = getattr(backend, "endpoint", None)
+    if isinstance(endpoint, str) and endpoint:
+        out["endpoint"] = clean_url(endpoint).rstrip("/")
+    return out
 
 
 # Attributes that change how fast a judge runs, not what it answers.
@@ -162,6 +181,9 @@ def judge_fingerprint(judge: Any, backend: Any) -> dict[str, Any]:
     fp["class"] = f"{type(judge).__module__}.{type(judge).__qualname__}"
     if backend is not None:
         fp["backend"] = {"name": backend.name, "model": backend.model}
+        endpoint = getattr(backend, "endpoint", None)
+        if isinstance(endpoint, str) and endpoint:
+            fp["backend"]["endpoint"] = clean_url(endpoint).rstrip("/")
         if hasattr(backend, "structured_output"):
             fp["backend"]["structured_output"] = backend.structured_output
         elif hasattr(backend, "capabilities"):

@@ -7,9 +7,10 @@ records its rows (``run_id, file, row``) with the item hash, label and any
 input problem, which is what reports are built from.
 
 Writes are buffered and committed in small transactions (at most every
-``flush_interval_s``); a process killed with ``kill -9`` loses at most the
-results of that last interval, never a committed one, and never leaves a
-half-written row.
+``flush_interval_s``); ``kill -9`` loses at most that last interval, never a
+committed or half-written row. A failed commit (busy past the timeout, disk
+full, I/O error) puts its batch back to be retried and raises
+:class:`StoreCommitError`: results are never dropped silently.
 """
 
 from __future__ import annotations
@@ -21,140 +22,45 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from ._store_connect import connect_store, retry_busy, without_credentials
+from ._store_guard import RunLock, StoreCommitError, StoreError
+from ._store_records import ItemRecord, ResultRecord, RunInfo, RunMismatchError, StoredRow
 
-__all__ = ["ItemRecord", "ResultRecord", "RunInfo", "RunMismatchError", "Store", "StoredRow"]
-
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    config_hash TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    spec TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    state TEXT NOT NULL DEFAULT 'running'
-);
-CREATE TABLE IF NOT EXISTS results (
-    config_hash TEXT NOT NULL,
-    item_hash TEXT NOT NULL,
-    status TEXT NOT NULL,
-    reason TEXT,
-    result TEXT NOT NULL,
-    cost_usd REAL,
-    prompt_tokens INTEGER NOT NULL DEFAULT 0,
-    completion_tokens INTEGER NOT NULL DEFAULT 0,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    finished_at REAL NOT NULL,
-    PRIMARY KEY (config_hash, item_hash)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS inputs (
-    item_hash TEXT PRIMARY KEY,
-    input TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS items (
-    run_id TEXT NOT NULL,
-    file INTEGER NOT NULL,
-    row INTEGER NOT NULL,
-    item_hash TEXT,
-    item_id TEXT,
-    label TEXT,
-    category TEXT,
-    problem TEXT,
-    PRIMARY KEY (run_id, file, row)
-) WITHOUT ROWID;
-"""
-
-
-class RunMismatchError(ValueError):
-    """A run id that exists with a different judge configuration."""
-
-
-class RunInfo(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    run_id: str
-    config_hash: str
-    kind: str
-    spec: dict[str, Any]
-    created_at: float
-    updated_at: float
-    state: str
-
-
-@dataclass(frozen=True, slots=True)
-class ResultRecord:
-    config_hash: str
-    item_hash: str
-    status: str
-    reason: str | None
-    result: str  # the verdict as JSON
-    cost_usd: float | None
-    prompt_tokens: int
-    completion_tokens: int
-    attempts: int
-    finished_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class ItemRecord:
-    run_id: str
-    file: int
-    row: int
-    item_hash: str | None
-    item_id: str | None
-    label: str | None
-    category: str | None
-    problem: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class StoredRow:
-    """A run's row joined with its result (if any) and input."""
-
-    file: int
-    row: int
-    item_hash: str | None
-    item_id: str | None
-    label: Any
-    category: str | None
-    problem: str | None
-    status: str | None
-    reason: str | None
-    result: dict[str, Any] | None
-    cost_usd: float | None
-    prompt_tokens: int
-    completion_tokens: int
-    input: dict[str, Any] | None
+__all__ = [
+    "ItemRecord",
+    "ResultRecord",
+    "RunInfo",
+    "RunMismatchError",
+    "Store",
+    "StoreCommitError",
+    "StoreError",
+    "StoredRow",
+]
 
 
 class Store:
-    """One SQLite database; safe for one writer process at a time plus readers."""
+    """One SQLite database: one writer process per run (see :class:`RunLock`) plus any readers."""
 
-    def __init__(self, path: str | os.PathLike[str], *, flush_interval_s: float = 0.1, flush_rows: int = 512) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        flush_interval_s: float = 0.1,
+        flush_rows: int = 512,
+        busy_timeout_s: float = 30.0,
+        read_only: bool = False,
+    ) -> None:
+        """``busy_timeout_s``: how long a commit waits for another writer's lock
+        before it fails (and is retried). ``read_only`` creates and changes
+        nothing, and works on a store the user may not write."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.flush_interval_s = flush_interval_s
         self.flush_rows = flush_rows
-        self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode survives a killed process (only power loss can
-        # drop the last transactions), at a fraction of FULL's fsync cost.
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=30000")
-        self._db.executescript(_SCHEMA)
-        got = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-        if got is None:
-            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-        elif int(got[0]) != SCHEMA_VERSION:
-            raise ValueError(f"{self.path}: store schema {got[0]} is not the supported {SCHEMA_VERSION}")
+        self.busy_timeout_s = busy_timeout_s
+        self.read_only = read_only
         self._results: list[ResultRecord] = []
         self._items: list[ItemRecord] = []
         self._inputs: list[tuple[str, str]] = []
@@ -162,34 +68,70 @@ class Store:
         self._committing: dict[tuple[str, str], str] = {}  # being written by aflush()
         self._writer: sqlite3.Connection | None = None
         self._write_lock = threading.Lock()
+        self._locks: dict[str, RunLock] = {}
+        self._passes: dict[str, int] = {}  # run id -> the read pass this process writes
         self.auto_flush = True
+        self.max_commit_failures = 5  # failed commits in a row before a write raises
+        self._commit_failures = 0
         self._last_flush = time.monotonic()
+        try:
+            self._db = self._open()
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot open the result store: {exc}") from None
+
+    def _open(self) -> sqlite3.Connection:
+        return connect_store(self.path, busy_timeout_s=self.busy_timeout_s, read_only=self.read_only)
 
     # ------------------------------------------------------------ runs
 
     def open_run(self, run_id: str, *, config_hash: str, kind: str, spec: dict[str, Any]) -> tuple[RunInfo, bool]:
         """Create the run, or return the existing one (``True`` when it existed).
         An existing run with another judge configuration is an error: results
-        from two judges must not be mixed under one name."""
-        now = time.time()
+        from two judges must not be mixed under one name. The run stays locked to this
+        store until :meth:`close`: another writer of it, in any process, gets :class:`RunLockedError`."""
+        self._writable()
         row = self._db.execute("SELECT config_hash FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        if row is not None and row[0] != config_hash:
+            raise RunMismatchError(
+                f"run {run_id!r} exists with another judge configuration ({row[0][:12]} != {config_hash[:12]}); "
+                "pick another run id"
+            )
+        if run_id not in self._locks:
+            lock = RunLock(self.path, run_id)
+            lock.acquire()
+            self._locks[run_id] = lock
+        now = time.time()
+        last = self._db.execute("SELECT MAX(read_pass) FROM items WHERE run_id=?", (run_id,)).fetchone()[0]
+        self._passes[run_id] = int(last or 0) + 1
         if row is not None:
-            if row[0] != config_hash:
-                raise RunMismatchError(
-                    f"run {run_id!r} exists with another judge configuration ({row[0][:12]} != {config_hash[:12]}); "
-                    "pick another run id"
-                )
-            self._db.execute("UPDATE runs SET updated_at=?, state='running' WHERE run_id=?", (now, run_id))
+            self._retry(self._db.execute, "UPDATE runs SET updated_at=?, state='running' WHERE run_id=?", (now, run_id))
             return self.run(run_id), True
-        self._db.execute(
+        self._retry(
+            self._db.execute,
             "INSERT INTO runs VALUES (?,?,?,?,?,?, 'running')",
-            (run_id, config_hash, kind, json.dumps(spec, sort_keys=True), now, now),
+            (run_id, config_hash, kind, json.dumps(without_credentials(spec), sort_keys=True), now, now),
         )
         return self.run(run_id), False
 
     def set_state(self, run_id: str, state: str) -> None:
+        """Mark the run; ``finished`` means the whole input was read in this
+        pass, so rows an earlier, longer input had and this one does not are
+        dropped: a rerun reflects the input it read."""
+        self._writable()
         self.flush()
-        self._db.execute("UPDATE runs SET state=?, updated_at=? WHERE run_id=?", (state, time.time(), run_id))
+        self._retry(
+            self._db.execute, "UPDATE runs SET state=?, updated_at=? WHERE run_id=?", (state, time.time(), run_id)
+        )
+        current = self._passes.get(run_id)
+        if state == "finished" and current is not None:
+            self._retry(self._db.execute, "DELETE FROM items WHERE run_id=? AND read_pass<?", (run_id, current))
+
+    def _retry(self, fn: Any, *args: Any) -> Any:
+        return retry_busy(fn, *args, attempts=self.max_commit_failures)
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise StoreError(f"{self.path}: opened read-only")
 
     def run(self, run_id: str) -> RunInfo:
         row = self._db.execute(
@@ -244,12 +186,14 @@ class Store:
     # ------------------------------------------------------------ writes
 
     def add_item(self, item: ItemRecord, input_json: str | None = None) -> None:
+        self._writable()
         self._items.append(item)
         if input_json is not None and item.item_hash is not None:
             self._inputs.append((item.item_hash, input_json))
         self._maybe_flush()
 
     def add_result(self, result: ResultRecord) -> None:
+        self._writable()
         self._results.append(result)
         self._pending_hashes.add((result.config_hash, result.item_hash))
         self._maybe_flush()
@@ -259,7 +203,15 @@ class Store:
             return
         pending = len(self._results) + len(self._items)
         if pending >= self.flush_rows or (pending and time.monotonic() - self._last_flush >= self.flush_interval_s):
-            self.flush()
+            try:
+                self.flush()
+                self._commit_failures = 0
+            except StoreCommitError:
+                # Kept buffered and retried at the next write; a store that
+                # keeps failing stops the job.
+                self._commit_failures += 1
+                if self._commit_failures >= self.max_commit_failures:
+                    raise
 
     def _take(self) -> tuple[list[ResultRecord], list[ItemRecord], list[tuple[str, str]]]:
         batch = (self._results, self._items, self._inputs)
@@ -267,32 +219,58 @@ class Store:
         self._pending_hashes = set()
         return batch
 
+    def _put_back(self, results: list[ResultRecord], items: list[ItemRecord], inputs: list[tuple[str, str]]) -> None:
+        """A batch whose commit failed goes back to the front of the buffer."""
+        self._results = results + self._results
+        self._items = items + self._items
+        self._inputs = inputs + self._inputs
+        self._pending_hashes.update((r.config_hash, r.item_hash) for r in results)
+
+    def _failed(self, exc: sqlite3.Error) -> StoreCommitError:
+        return StoreCommitError(
+            f"{self.path}: commit failed ({exc}); {len(self._results)} results and {len(self._items)} rows "
+            "are not saved yet (kept in memory and retried; a rerun judges whatever is not saved when the job ends)",
+            pending=len(self._results),
+            reason=str(exc),
+        )
+
     def flush(self) -> None:
-        """Commit everything buffered in one transaction."""
+        """Commit everything buffered in one transaction. On failure the batch
+        stays buffered and :class:`StoreCommitError` says how much is unsaved."""
         self._last_flush = time.monotonic()
         if self._results or self._items or self._inputs:
-            self._commit(self._db, *self._take())
+            batch = self._take()
+            try:
+                self._retry(self._commit, self._db, *batch)
+            except sqlite3.Error as exc:
+                self._put_back(*batch)
+                raise self._failed(exc) from None
 
     async def aflush(self) -> None:
-        """Like :meth:`flush`, but the commit runs on a worker thread with its
-        own connection, so a slow disk never stalls the event loop. Results
-        being committed stay visible to :meth:`result_status`."""
+        """:meth:`flush` on a worker thread with its own connection (a slow disk never
+        stalls the event loop); results being committed stay visible to :meth:`result_status`."""
         self._last_flush = time.monotonic()
         if not (self._results or self._items or self._inputs):
             return
-        results, items, inputs = self._take()
-        self._committing = {(r.config_hash, r.item_hash): r.status for r in results}
-        if self._writer is None:
-            self._writer = self._connect()
+        batch = self._take()
+        self._committing = {(r.config_hash, r.item_hash): r.status for r in batch[0]}
         try:
-            await asyncio.to_thread(self._commit, self._writer, results, items, inputs)
+            if self._writer is None:
+                self._writer = self._connect()
+            await asyncio.to_thread(self._commit, self._writer, *batch)
+        except sqlite3.Error as exc:
+            self._put_back(*batch)
+            raise self._failed(exc) from None
+        except BaseException:
+            self._put_back(*batch)  # cancelled mid-commit: the rollback kept nothing
+            raise
         finally:
             self._committing = {}
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        db = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA busy_timeout=30000")
+        db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
         return db
 
     def _commit(
@@ -311,11 +289,14 @@ class Store:
                     # A row read again on resume keeps what it had, except that a
                     # newly readable row replaces an unreadable one.
                     db.executemany(
-                        "INSERT INTO items VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(run_id, file, row) DO UPDATE SET "
+                        "INSERT INTO items VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(run_id, file, row) DO UPDATE SET "
                         "item_hash=excluded.item_hash, item_id=excluded.item_id, label=excluded.label, "
-                        "category=excluded.category, problem=excluded.problem",
+                        "category=excluded.category, problem=excluded.problem, read_pass=excluded.read_pass",
                         [
-                            (i.run_id, i.file, i.row, i.item_hash, i.item_id, i.label, i.category, i.problem)
+                            (
+                                *(i.run_id, i.file, i.row, i.item_hash, i.item_id, i.label, i.category, i.problem),
+                                self._passes.get(i.run_id, 0),
+                            )
                             for i in items
                         ],
                     )
@@ -340,13 +321,18 @@ class Store:
                     )
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
 
     def close(self) -> None:
         try:
-            self.flush()
+            if not self.read_only:
+                self.flush()
         finally:
+            for lock in self._locks.values():
+                lock.release()
+            self._locks.clear()
             if self._writer is not None:
                 self._writer.close()
             self._db.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -103,8 +104,15 @@ def _load_spec_file(path: Path) -> dict[str, Any]:
 
 
 def _fail(console: Console, message: str, code: int = 2) -> typer.Exit:
-    console.print(f"[red]error:[/red] {message}")
+    # Escaped: rich would read "[ray]" in "pip install 'judgegraph[ray]'" as markup and drop it.
+    console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
+
+
+# Exit codes: 0 every row judged ok (or failures allowed); 1 some rows failed or were
+# invalid; 2 bad usage, input or configuration; 3 the store could not be written.
+EXIT_ROWS_FAILED = 1
+EXIT_STORE = 3
 
 
 def eval_command(
@@ -134,6 +142,9 @@ def eval_command(
     max_attempts: Annotated[int, typer.Option(help="Attempts per request (retries + 1).")] = 4,
     timeout: Annotated[float, typer.Option(help="Seconds per attempt.")] = 60.0,
     store: Annotated[Path, typer.Option(help="SQLite result store.", envvar="JUDGEGRAPH_STORE")] = Path(DEFAULT_STORE),
+    store_timeout: Annotated[
+        float, typer.Option(help="Seconds a commit waits for another writer's lock before it is retried.")
+    ] = 30.0,
     run_id: Annotated[str | None, typer.Option(help="Run name (default: from source and judge config).")] = None,
     rerun_failed: Annotated[bool, typer.Option("--rerun-failed", help="Judge unparsed/error items again.")] = False,
     engine: Annotated[str, typer.Option(help="local or ray.")] = "local",
@@ -141,13 +152,22 @@ def eval_command(
     ray_actors: Annotated[int, typer.Option(help="Judge actors (ray engine).")] = 2,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+    allow_failures: Annotated[
+        bool, typer.Option("--allow-failures", help="Exit 0 even when rows are unparsed, errored or invalid.")
+    ] = False,
 ) -> None:
-    """Judge every item of a source and store the results; rerun to resume."""
+    """Judge every item of a source and store the results; rerun to resume.
+
+    Exits 0 when every row was judged ok, 1 when any row is unparsed, errored
+    or invalid (unless --allow-failures), 2 on bad usage or configuration and
+    3 when the store could not be written."""
     from judgegraph.types import Pricing
 
     from . import JobSpec
     from ._recorder import JobProgress
     from ._runner import arun_spec
+    from ._store import Store
+    from ._store_guard import StoreCommitError, StoreError
 
     console = Console(stderr=True)
     try:
@@ -203,6 +223,8 @@ def eval_command(
         raise _fail(console, f"invalid job: {problems}") from None
     except (ValueError, OSError) as exc:
         raise _fail(console, str(exc)) from None
+    except Exception as exc:  # a YAML syntax error, and the like: one line, not a traceback
+        raise _fail(console, f"{spec_file}: {type(exc).__name__}: {exc}") from None
 
     bar = _progress(console) if progress else None
     task_id = None
@@ -223,50 +245,94 @@ def eval_command(
         if bar is not None:
             bar.start()
             task_id = bar.add_task("judging", total=None, cost=0.0, tokens=0, failed=0, invalid=0)
-        if engine == "local":
-            summary = asyncio.run(
-                arun_spec(spec, store=store, run_id=run_id, rerun_failed=rerun_failed, progress=on_progress)
-            )
-        elif engine == "ray":
-            from ._ray import run_spec_ray
-
-            summary = run_spec_ray(
-                spec,
-                store=store,
-                run_id=run_id,
-                rerun_failed=rerun_failed,
-                progress=on_progress,
-                actors=ray_actors,
-                address=ray_address,
-            )
-        else:
+        if engine not in ("local", "ray"):
             raise _fail(console, f"--engine must be local or ray, not {engine!r}")
+        st = Store(store, busy_timeout_s=store_timeout)
+        try:
+            if engine == "local":
+                summary = asyncio.run(
+                    arun_spec(spec, store=st, run_id=run_id, rerun_failed=rerun_failed, progress=on_progress)
+                )
+            else:
+                from ._ray import run_spec_ray
+
+                summary = run_spec_ray(
+                    spec,
+                    store=st,
+                    run_id=run_id,
+                    rerun_failed=rerun_failed,
+                    progress=on_progress,
+                    actors=ray_actors,
+                    address=ray_address,
+                )
+        except BaseException as exc:
+            try:
+                st.close()  # one more try at what is buffered
+            except StoreCommitError as late:
+                raise StoreCommitError(
+                    f"{store}: the store refused commits ({late.reason}); {late.pending} judged results are "
+                    "not saved: run the same command again to judge them and the rest",
+                    pending=late.pending,
+                    reason=late.reason,
+                ) from exc
+            if isinstance(exc, StoreCommitError) and exc.pending:
+                raise StoreCommitError(
+                    f"{store}: the job stopped, the store refused commits ({exc.reason}); everything judged "
+                    "is saved now: run the same command again to judge the rest",
+                    pending=0,
+                    reason=exc.reason,
+                ) from None
+            raise
+        st.close()
     except KeyboardInterrupt:
         if bar is not None:
             bar.stop()
         console.print("[yellow]interrupted[/yellow]: finished items are saved; run the same command to resume.")
         raise typer.Exit(130) from None
+    except StoreCommitError as exc:
+        if bar is not None:
+            bar.stop()
+        raise _fail(console, str(exc), EXIT_STORE) from None
+    except (StoreError, sqlite3.Error) as exc:
+        if bar is not None:
+            bar.stop()
+        where = "" if isinstance(exc, StoreError) else f"{store}: "
+        raise _fail(console, f"{where}{exc}", EXIT_STORE if isinstance(exc, sqlite3.Error) else 2) from None
     except (ValueError, OSError, KeyError, ImportError) as exc:
         if bar is not None:
             bar.stop()
-        raise _fail(console, str(exc)) from None
+        raise _fail(console, str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)) from None
     if bar is not None:
         bar.stop()
 
     if as_json:
         sys.stdout.write(summary.model_dump_json(indent=2) + "\n")
+        if not allow_failures and (summary.unparsed or summary.errors or summary.invalid):
+            raise typer.Exit(EXIT_ROWS_FAILED)
     else:
         s = summary
         console.print(
             f"run [bold]{s.run_id}[/bold] in {s.store}: {s.rows} rows, {s.judged} judged now, "
             f"{s.cached} already done; ok {s.ok}, unparsed {s.unparsed}, error {s.errors}, invalid {s.invalid}; "
-            f"cost ${s.cost_usd:.4f} ({s.tokens:,} tokens)"
+            f"cost {_cost(s.cost_usd)} ({s.tokens:,} tokens)",
+            highlight=False,
         )
         for p in s.problems[:20]:
             console.print(f"  [red]•[/red] {escape(p)}", highlight=False)
         if s.problems_total > 20:
             console.print(f"  … and {s.problems_total - 20} more (see the report)")
-        console.print(f"report: judgegraph report {s.run_id} --store {s.store}")
+        console.print(f"report: judgegraph report {escape(s.run_id)} --store {escape(s.store)}", highlight=False)
+        failed = s.unparsed + s.errors + s.invalid
+        if failed and not allow_failures:
+            console.print(
+                f"[red]{failed} of {s.rows} rows failed or were invalid[/red]: exit code {EXIT_ROWS_FAILED} "
+                "(--allow-failures to exit 0)"
+            )
+            raise typer.Exit(EXIT_ROWS_FAILED)
+
+
+def _cost(usd: float | None) -> str:
+    return "unpriced" if usd is None else f"${usd:.4f}"
 
 
 def report_command(
@@ -277,15 +343,23 @@ def report_command(
     """Write an HTML report with plots, and JSON and Markdown summaries."""
     from ._report import write_report
     from ._store import Store
+    from ._store_guard import StoreError
 
     console = Console(stderr=True)
     if not store.exists():
         raise _fail(console, f"no store at {store}")
     try:
-        with Store(store) as st:
+        # Read-only: a report changes nothing, and works on a store the user may not write.
+        with Store(store, read_only=True) as st:
             paths = write_report(st, run, out or Path(f"report-{run}"))
     except KeyError as exc:
         raise _fail(console, str(exc.args[0]) if exc.args else str(exc)) from None
+    except StoreError as exc:
+        raise _fail(console, str(exc)) from None
+    except sqlite3.Error as exc:
+        raise _fail(console, f"{store}: cannot read the result store: {exc}") from None
+    except ImportError as exc:
+        raise _fail(console, str(exc)) from None
     for kind, p in paths.items():
         console.print(f"{kind}: {p}")
 

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, cast
 
-from judgegraph.rules import combine_provenance
+from judgegraph.rules import combine_provenance, spread_agreement
 from judgegraph.types import MemberRecord, PairwiseInput, PairwiseVerdict, PointwiseScore, Provenance, Status, Winner
 from judgegraph.types import worst_status as worst
 
@@ -46,7 +46,9 @@ class EnsembleJudge(CompositeJudge):
     A member that fails is left out and listed in ``members`` with its reason.
     With fewer than ``min_ok`` usable votes the result fails, naming every
     failed member. ``confidence`` is the (weighted) share of usable votes
-    that agree with the final answer, and ``distribution`` the vote shares.
+    that agree with the final answer; for pointwise ``mean`` / ``median``,
+    their :func:`~judgegraph.rules.spread_agreement` with it (a mean between
+    the votes is no disagreement). ``distribution`` holds the vote shares.
     """
 
     def __init__(
@@ -183,15 +185,17 @@ class EnsembleJudge(CompositeJudge):
         if self.aggregation in ("majority", "weighted"):
             top = max(shares.values())
             score: int = min(int(k) for k, s in shares.items() if s == top)  # a split goes to the lower score
+            confidence = shares.get(str(score), 0.0)
         else:
             expected = statistics.fmean(scores) if self.aggregation == "mean" else float(statistics.median(scores))
             score = _round_half_up(expected)
+            confidence = spread_agreement(scores, expected, ok[0][0].scale)
         return PointwiseScore(
             status=Status.OK,
             score=score,
             scale=ok[0][0].scale,
             expected_score=expected,
-            confidence=shares.get(str(score), 0.0),
+            confidence=confidence,
             distribution={int(k): s for k, s in sorted(shares.items(), key=lambda kv: int(kv[0]))},
             rationale=self._summary(votes),
             members=tuple(records),

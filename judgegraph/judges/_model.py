@@ -11,12 +11,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from judgegraph._parsing import Parsed, ParseError, parse_output, value_distribution
+from judgegraph._parsing import Parsed, ParseError, json_body, parse_output
+from judgegraph._score_distribution import DistributionMethod
 from judgegraph._templates import Template, get_template
 from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult
 from judgegraph.types import Message, Provenance, Status, Usage
 
 from ._base import Judge, find_in_context
+from ._distribution import adistributions
 
 __all__ = ["BaseJudge", "ModelJudge", "Outcome"]
 
@@ -37,6 +39,9 @@ class Outcome:
     latency_s: float
     model: str
     distribution: dict[int | str, float] | None
+    # Score B's distribution for a pair of scores; how both were read.
+    second_distribution: dict[int | str, float] | None = None
+    distribution_method: DistributionMethod | None = None
 
 
 _REPAIR = "Your previous answer could not be read ({reason}). Answer again in the required format. {fmt}"
@@ -183,14 +188,29 @@ class ModelJudge(Judge[InT, OutT]):
                         ),
                     )
                 continue
-            dist = value_distribution(
-                list(res.tokens) if res.tokens else None,
+            dists = await adistributions(
+                backend,
+                request,
                 res.text,
+                res.tokens,
                 parsed.offset,
                 kind=self.template.parser,
                 scale=scale,
+                structured=structured,
             )
-            return Outcome(Status.OK, parsed, raw, None, usage, attempts, time.perf_counter() - started, model, dist)
+            return Outcome(
+                Status.OK,
+                parsed,
+                raw,
+                None,
+                usage,
+                attempts,
+                time.perf_counter() - started,
+                model,
+                dists.first,
+                dists.second,
+                dists.method,
+            )
         return Outcome(Status.UNPARSED, None, raw, reason, usage, attempts, time.perf_counter() - started, model, None)
 
     def _provenance(
@@ -214,7 +234,9 @@ class ModelJudge(Judge[InT, OutT]):
 
 
 def _copies_input(text: str, fields: Mapping[str, str | None]) -> bool:
-    out = "".join(text.split())
+    # Compare what the JSON parser reads (a code fence around the verdict is
+    # cut off first), not the raw text: a fenced copy is still a copy.
+    out = "".join(json_body(text).split())
     return bool(out) and any(v and out in "".join(v.split()) for v in fields.values())
 
 

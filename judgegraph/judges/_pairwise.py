@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from judgegraph._score_distribution import pair_winner_distribution
 from judgegraph._templates import Template, rubric_text
 from judgegraph.backends import Backend
 from judgegraph.rules import SWAPPED_WINNER, combine_orders, combine_provenance
@@ -105,14 +106,24 @@ class PairwiseJudge(ModelJudge[PairwiseInput, PairwiseVerdict]):
                 dist = {SWAPPED_WINNER.get(str(k), k): v for k, v in dist.items()}
         confidence = None
         choice_dist = None
+        expected: tuple[float, float] | tuple[None, None] = (None, None)
         if dist is not None and not isinstance(o.parsed.value, tuple):
             choice_dist = {str(k): v for k, v in dist.items()}
+            confidence = float(choice_dist.get(winner, 0.0))
+        elif dist is not None and o.second_distribution is not None:
+            # JudgeLM-style pair: P(winner) from the two score distributions.
+            choice_dist, ea, eb = pair_winner_distribution(dist, o.second_distribution)
+            expected = (eb, ea) if swapped else (ea, eb)
+            if swapped:
+                choice_dist = {SWAPPED_WINNER[k]: v for k, v in choice_dist.items()}  # type: ignore[index]
             confidence = float(choice_dist.get(winner, 0.0))
         return PairwiseVerdict(
             status=Status.OK,
             winner=winner,
             score_a=score_a,
             score_b=score_b,
+            expected_score_a=expected[0],
+            expected_score_b=expected[1],
             rationale=o.parsed.rationale,
             confidence=confidence,
             distribution=choice_dist,

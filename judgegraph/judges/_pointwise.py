@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from judgegraph._templates import Template, generic_rubric, rubric_text
+from judgegraph._templates import Template, generic_rubric, neutralize, rubric_text
 from judgegraph.backends import Backend
 from judgegraph.types import ConversationInput, Message, PointwiseInput, PointwiseScore, Rubric, Status
 
@@ -91,7 +91,10 @@ class PointwiseJudge(_ScoreJudge):
 
 
 def _transcript(messages: list[Message]) -> str:
-    return "\n\n".join(f"[{m.role}]\n{m.content}" for m in messages if m.role != "system")
+    # Each turn is neutralised on its own too (the template then neutralises
+    # the whole): a turn ending in "[" and the next starting "RESULT] 5" must
+    # not meet as a marker when a judge echoes the turns run together.
+    return "\n\n".join(f"[{m.role}]\n{neutralize(m.content)}" for m in messages if m.role != "system")
 
 
 class MultiTurnJudge(_ScoreJudge):

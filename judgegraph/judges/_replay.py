@@ -244,7 +244,10 @@ def llmbar_replay(run: LLMBarRun, *, on_inconsistent: Literal["tie", "flag"] = "
     tie (or, with ``"flag"``, the score winner, else the first order's)
     with ``inconsistent`` set and confidence 0.5; agreeing orders give
     confidence 1.0, as :class:`PairwiseJudge` reports swap agreement. An
-    order without a verdict makes the result unparsed.
+    order without a verdict makes the result unparsed (a cascade escalates
+    it), with both orders kept: scored with :func:`agreement_credit`, it
+    earns half the readable order's credit, as LLMBar's published average
+    accuracy counts it (``missing_order="zero"`` there scores it 0).
     """
     prov = Provenance(
         judge=run.evaluator,
@@ -280,7 +283,7 @@ def _llmbar_verdict(j: LLMBarJudgement, on_inconsistent: str) -> PairwiseVerdict
     ab, ba = j.order_verdicts()
     if not ab.ok or not ba.ok:
         label = "A/B" if not ab.ok else "B/A"
-        reason = f"order {label}: no verdict recorded"
+        reason = f"order {label}: no verdict recorded (the other order counts for half, as in LLMBar)"
         return PairwiseVerdict(status=Status.UNPARSED, reason=reason, orders=(ab, ba))
     consistent = ab.winner == ba.winner
     winner: Winner | None

@@ -14,9 +14,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from judgegraph.types import FrozenModel
+
 from ._inputs import (
     Failure,
-    FrozenModel,
     ItemCounts,
     MetricResult,
     ScoreField,

@@ -17,11 +17,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from judgegraph.types import FrozenModel
+
 from ..types import PairwiseVerdict
 from ._correlation import CorrelationResult, correlation
 from ._inputs import (
     Failure,
-    FrozenModel,
     ItemCounts,
     MetricResult,
     UnparsedPolicy,

@@ -54,5 +54,6 @@ def breakdown(
             small[key] = len(idx)
             continue
         by[key] = metric([predictions[i] for i in idx], [references[i] for i in idx])
-    name = getattr(metric, "__name__", None) or getattr(getattr(metric, "func", None), "__name__", "metric")
+    inner = getattr(metric, "func", metric)  # a functools.partial names its function
+    name = str(getattr(inner, "__name__", "metric"))
     return Breakdown(metric=name, overall=metric(predictions, references), by_category=by, too_small=small)

@@ -103,13 +103,16 @@ def split_pandalm_by_prompt(
     seed: int = 0,
     limit: int | None = None,
     dedupe: bool = False,
+    min_prompts: int = 2,
 ) -> QuickstartSplit:
     """Split ``items`` into train and held-out by prompt (instruction plus input).
 
     ``heldout_fraction`` is the share of prompts held out (rounded, at least
     one on each side). ``limit`` keeps whole prompts, drawn in a seeded order,
     until about ``limit`` items are kept (never fewer than ``limit`` unless the
-    data runs out); it is for reduced runs and tests. Items with an empty
+    data runs out), and at least ``min_prompts`` prompts (a caller that
+    splits the train side again needs three); it is for reduced runs and
+    tests. Items with an empty
     response are dropped first and counted; with ``dedupe``, so are repeated
     identical comparisons (same prompt, same two responses in the same order).
     """
@@ -143,7 +146,7 @@ def split_pandalm_by_prompt(
         kept: list[str] = []
         total = 0
         for key in keys:
-            if total >= limit:
+            if total >= limit and len(kept) >= min_prompts:
                 break
             kept.append(key)
             total += len(groups[key])

@@ -23,7 +23,13 @@ class QuickstartOptions(BaseModel):
         "is set, else replay",
     )
     limit: int | None = Field(default=None, ge=10, description="use about this many items (whole prompts)")
-    budget: float = Field(default=0.5, gt=0, le=1, description="the most items the planner may send up")
+    budget: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="the largest share of calibration items the planner may send up when it picks the "
+        "threshold; not a cap on the held-out share, which follows that threshold",
+    )
     pick: Literal["most-agreeing", "cheapest"] = Field(
         default="most-agreeing",
         description="most-agreeing: the budget with the best calibration agreement within --budget; cheapest: the "

@@ -146,7 +146,12 @@ async def arun_quickstart(
     # prompts are dealt into folds for cross-fitted calibration.
     items = load_bundled_pandalm()
     split = split_pandalm_by_prompt(
-        items, heldout_fraction=opts.heldout_fraction, seed=opts.seed, limit=opts.limit, dedupe=True
+        items,
+        heldout_fraction=opts.heldout_fraction,
+        seed=opts.seed,
+        limit=opts.limit,
+        dedupe=True,
+        min_prompts=3,  # fit, calibration and held-out each need a prompt of their own
     )
     train, held = split.train, split.heldout
     fold_of = assign_folds(train, folds=opts.folds, seed=opts.seed + 1)

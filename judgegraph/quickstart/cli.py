@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 __all__ = ["quickstart_command"]
 
@@ -32,7 +33,14 @@ def quickstart_command(
         int | None, typer.Option("--limit", "--size", min=10, help="reduced run: about this many items")
     ] = None,
     budget: Annotated[
-        float, typer.Option(min=0.01, max=1.0, help="the largest share of items the planner may escalate")
+        float,
+        typer.Option(
+            min=0.01,
+            max=1.0,
+            help="the largest share of calibration items the planner may escalate when it picks the confidence "
+            "threshold; held-out items then follow that threshold, so their escalated share can differ "
+            "(not a cap on held-out escalations)",
+        ),
     ] = 0.5,
     pick: Annotated[
         str,
@@ -78,7 +86,8 @@ def quickstart_command(
             train_labels=train_labels,  # type: ignore[arg-type]  # validated by pydantic
         )
     except ValidationError as exc:
-        console.print(f"[red]quickstart: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}[/]")
+        first = exc.errors()[0]
+        console.print(f"[red]quickstart: {escape(str(first['loc'][0]))}: {escape(first['msg'])}[/]")
         raise typer.Exit(2) from None
     result = run_quickstart(opts, log=lambda line: console.print(line, markup=False, highlight=False))
     print_result(result, console)

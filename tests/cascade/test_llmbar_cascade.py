@@ -32,9 +32,11 @@ def usable(w1: Any, w2: Any) -> bool:
 
 
 def credit(w1: Any, w2: Any, gold: int) -> float:
-    """Both orders agree: right or wrong. They disagree: a tie, half a point. A missing order: no verdict, 0."""
+    """LLMBar's average accuracy: the mean over the two orders of "this order picked the gold
+    answer". So agreeing orders: right or wrong; disagreeing: half a point; a missing order
+    counts as wrong, giving half the readable order's point."""
     if not usable(w1, w2):
-        return 0.0
+        return sum(0.5 for w in (w1, w2) if w == str(gold))
     if w1 != w2:
         return 0.5
     return 1.0 if w1 == str(gold) else 0.0
@@ -74,8 +76,7 @@ async def test_single_judges_match_the_files_and_published_average_accuracy(llmb
         acc, _, out = await accuracy_and_sent(ReplayJudge(rep.records), rep)
         assert acc == pytest.approx(expected, abs=1e-12), evaluator
         assert [v.winner for v in out] == [winner_of(w1, w2) for w1, w2, _ in raw]
-        if all(usable(w1, w2) for w1, w2, _ in raw):
-            # With both orders parsed, the tie-as-half accuracy is LLMBar's published average accuracy.
+        if True:  # every run: a missing order counts for half, as in LLMBar's published average accuracy
             stats_file = llmbar / "LLMBar/Natural/evaluators" / evaluator / strategy / "statistics.json"
             stats = json.loads(stats_file.read_text())
             assert 100 * acc == pytest.approx(float(stats["correct_average"].rstrip("%")), abs=1e-9)

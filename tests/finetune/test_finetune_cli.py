@@ -103,7 +103,7 @@ def test_export_and_merge_commands(tiny_model: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, ["export", str(tiny_model), str(tmp_path / "served")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "served" / "model.safetensors").is_file()
-    assert "vllm serve" in result.output and "sglang" in result.output
+    assert "vllm.entrypoints.openai.api_server" in result.output and "sglang" in result.output
     merged = runner.invoke(
         app, ["merge", str(tiny_model), str(tmp_path / "served"), "--out", str(tmp_path / "m"), "--weights", "0.5,0.5"]
     )

@@ -140,7 +140,10 @@ def test_export_reloads_and_judges(task: tuple[JudgeDataset, Path], trained: Pat
     assert (out / "model.safetensors").is_file()
     assert (out / "tokenizer.json").is_file()
     assert "<|im_start|>" in (out / "chat_template.jinja").read_text()
-    assert "vllm serve" in result.commands["vllm"] and str(out.resolve()) in result.commands["vllm"]
+    assert (
+        "vllm.entrypoints.openai.api_server" in result.commands["vllm"]
+        and str(out.resolve()) in result.commands["vllm"]
+    )
     assert "text-generation-inference" in result.commands["tgi"]
     assert "sglang.launch_server" in result.commands["sglang"]
     assert _accuracy(out, ds) >= 0.9

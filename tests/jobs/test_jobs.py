@@ -228,14 +228,17 @@ def test_config_hash_tracks_the_judge_not_the_plumbing(tmp_path: Path) -> None:
     )
     same = base.model_copy(
         update={
-            "backend": BackendConfig(model="m", base_url="http://b/v1", max_attempts=9),
+            "backend": BackendConfig(model="m", base_url="http://user:key@a/v1/", max_attempts=9),
             "limits": Limits(concurrency=3, rpm=5),
         }
     )
     other_model = base.model_copy(update={"backend": BackendConfig(model="m2", base_url="http://a/v1")})
     other_template = base.model_copy(update={"judge": JudgeConfig(kind="pairwise", template="pairwise-choice")})
+    # Two servers serving the same model name may answer differently (issue 15).
+    other_server = base.model_copy(update={"backend": BackendConfig(model="m", base_url="http://b/v1")})
     assert base.config_hash() == same.config_hash()
-    assert len({base.config_hash(), other_model.config_hash(), other_template.config_hash()}) == 3
+    hashes = {base.config_hash(), other_model.config_hash(), other_template.config_hash(), other_server.config_hash()}
+    assert len(hashes) == 4
 
 
 # ------------------------------------------------------------------ rate limits

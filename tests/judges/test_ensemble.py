@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -90,7 +89,8 @@ async def test_pointwise_mean_median_and_majority() -> None:
     mean = await EnsembleJudge(members, aggregation="mean").ajudge(ITEM)
     assert isinstance(mean, PointwiseScore)
     assert mean.expected_score == pytest.approx(11 / 3) and mean.score == 4
-    assert mean.confidence == pytest.approx(1 / 3)  # one member said 4
+    # Distances from 11/3: 5/3, 1/3, 4/3, mean 10/9, over half the 1-5 scale (2).
+    assert mean.confidence == pytest.approx(1 - (10 / 9) / 2)
     assert mean.distribution == pytest.approx({2: 1 / 3, 4: 1 / 3, 5: 1 / 3})
     median = await EnsembleJudge(members, aggregation="median").ajudge(ITEM)
     assert median.score == 4 and median.expected_score == 4.0
@@ -98,6 +98,24 @@ async def test_pointwise_mean_median_and_majority() -> None:
     assert majority.score == 2  # a three-way split goes to the lowest score
     halves = await EnsembleJudge([scorer(3, name="a"), scorer(4, name="b")], aggregation="mean").ajudge(ITEM)
     assert halves.expected_score == 3.5 and halves.score == 4  # halves round up
+
+
+@pytest.mark.parametrize("aggregation", ["mean", "median"])
+async def test_a_mean_between_the_votes_is_not_zero_confidence(aggregation: Any) -> None:
+    # Regression: 4 and 5 aggregate to 4.5 (score 5 for the mean, 4.5 -> 5 for
+    # the median of two), and the confidence was the share of members who
+    # said exactly that: one or none, so a low-confidence cascade always escalated.
+    def jury(*votes: int) -> EnsembleJudge:
+        return EnsembleJudge([scorer(v, name=f"j{i}") for i, v in enumerate(votes)], aggregation=aggregation)
+
+    close = await jury(4, 5).ajudge(ITEM)
+    assert close.expected_score == 4.5 and close.confidence == pytest.approx(0.75)
+    between = await jury(3, 5).ajudge(ITEM)  # 4, which nobody voted
+    assert between.score == 4 and between.confidence == pytest.approx(0.5)
+    assert (await jury(4, 4, 4).ajudge(ITEM)).confidence == 1.0
+    assert (await jury(1, 5).ajudge(ITEM)).confidence == 0.0  # split between the two ends
+    # More agreement never lowers it.
+    assert (await jury(4, 4, 5).ajudge(ITEM)).confidence > close.confidence > between.confidence
 
 
 async def test_failing_member_is_left_out_and_reported() -> None:
@@ -143,13 +161,37 @@ async def test_a_member_that_crashes_does_not_sink_the_jury() -> None:
     assert bug.status is Status.ERROR and bug.reason == "RuntimeError: bug in user code"
 
 
+class _Overlap(ScriptedBackend):
+    """Counts how many calls are in flight at once, across its instances."""
+
+    active = 0
+    peak = 0
+
+    async def generate(self, request: Any) -> Any:
+        _Overlap.active += 1
+        _Overlap.peak = max(_Overlap.peak, _Overlap.active)
+        try:
+            return await super().generate(request)
+        finally:
+            _Overlap.active -= 1
+
+
 async def test_members_run_concurrently() -> None:
-    members = [voter("A", name=f"j{i}", latency_s=0.3) for i in range(3)]
-    started = time.perf_counter()
+    # Measured by overlap, not by wall time: members run one after another
+    # would never have two calls in flight, however fast or slow the machine.
+    _Overlap.active = _Overlap.peak = 0
+    members = [
+        PairwiseJudge(
+            _Overlap(lambda req: "Both fine. [RESULT] A", latency_s=0.05),
+            template="pairwise-choice",
+            swap=SwapPolicy(mode="single"),
+            name=f"j{i}",
+        )
+        for i in range(3)
+    ]
     v = await EnsembleJudge(members).ajudge(PAIR)
-    elapsed = time.perf_counter() - started
-    assert elapsed < 0.6, f"members ran one after another ({elapsed:.2f}s for 3 x 0.3s)"
-    assert v.provenance is not None and v.provenance.latency_s < 0.6
+    assert v.status is Status.OK and v.winner == "A"
+    assert _Overlap.peak == 3, f"at most {_Overlap.peak} of 3 members were judging at once"
 
 
 async def test_cost_is_summed_and_an_unknown_cost_is_not_guessed() -> None:

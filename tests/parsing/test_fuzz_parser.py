@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -117,14 +118,19 @@ def test_parser_fuzz(data: bytes) -> None:
 
 def test_long_blank_runs_after_a_marker_parse_in_linear_time() -> None:
     # Regression: side-by-side ``\s*`` in the value patterns backtracked in
-    # cubic time on blank lines (400 newlines took 2.6 s). These would take
-    # hours if that came back; now they take milliseconds.
-    blank = "\n \n" * 30_000
+    # cubic time on blank runs (400 newlines took 2.6 s). These would take
+    # hours if that came back. The value must be on the marker's line, so a
+    # run of blank lines between them is read and rejected, also in linear time.
+    blank = " \t " * 30_000
     assert parse_output(f"Fine.\n[RESULT]{blank}4", kind="score", scale=(1, 5)).value == 4
     assert parse_output(f"Fine.\n[RESULT]{blank}B", kind="choice", scale=(0, 0)).value == "B"
     assert parse_output(f"Fine.\n[SCORES]{blank}7{blank}3", kind="two_scores", scale=(1, 10)).value == (7, 3)
-    for kind in ("score", "choice", "two_scores"):
-        try:
-            parse_output(f"[RESULT] [SCORES]{blank}x", kind=kind, scale=(1, 10))  # type: ignore[arg-type]
-        except ParseError:
-            pass
+    lines = "\n \n" * 30_000
+    for kind, value in (("score", "4"), ("choice", "B"), ("two_scores", "7 3")):
+        with pytest.raises(ParseError, match=r"on its line|not followed by"):
+            parse_output(f"Fine.\n[RESULT] [SCORES]{lines}{value}", kind=kind, scale=(1, 10))  # type: ignore[arg-type]
+        for marker in ("[RESULT]", "[SCORES]"):
+            try:
+                parse_output(f"{marker}{blank}{lines}x", kind=kind, scale=(1, 10))  # type: ignore[arg-type]
+            except ParseError:
+                pass

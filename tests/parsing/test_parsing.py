@@ -122,8 +122,9 @@ def test_value_distribution_reads_the_score_token() -> None:
     assert set(dist) == {3, 4, 5}  # " x" is not a score and is dropped
     assert abs(sum(dist.values()) - 1) < 1e-9
     assert dist[4] > dist[3] > dist[5]
-    # On a 1-10 scale a first digit is ambiguous ("1" vs "10"): no distribution.
-    assert value_distribution(tokens, text, parsed.offset, kind="score", scale=(1, 10)) is None
+    # No "1" among the alternatives: on a 1-10 scale nothing is ambiguous and
+    # the distribution is the same (multi-token cases: test_score_distribution.py).
+    assert value_distribution(tokens, text, parsed.offset, kind="score", scale=(1, 10)) == dist
 
 
 # ------------------------------------------------------------ properties

