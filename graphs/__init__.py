@@ -4,7 +4,12 @@ Every ``create_*_graph`` factory returns a *compiled* graph: invoke it,
 stream it, or add it to your own graph as a node (a subgraph). Judges come
 from the run's context by key (``context={"judge": ..., "backend": ...}``),
 so one graph serves any backend, ensemble or cascade. Options are
-keyword-only; pass ``checkpointer=`` to persist runs.
+keyword-only; pass ``checkpointer=`` to persist runs, and ``cache=`` with
+``cache_policy=`` for LangGraph's node cache on the nodes that call a judge.
+LangGraph keys that cache on the node's input alone, not on the judge or
+backend in the context: use one cache per judge setup, or wrap the backend
+in :class:`~judgegraph.backends.CachedBackend`, whose key includes the model
+and server.
 """
 
 from ._context import JudgeContext, JudgeLike, JudgeSpec

@@ -26,10 +26,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+from langgraph.cache.base import BaseCache
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Checkpointer, Send
+from langgraph.types import CachePolicy, Checkpointer, Send
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
@@ -80,6 +81,8 @@ def create_batch_graph(
     judge: JudgeSpec = "judge",
     context_schema: type[Any] = JudgeContext,
     checkpointer: Checkpointer = None,
+    cache: BaseCache[Any] | None = None,
+    cache_policy: CachePolicy[Any] | None = None,
     name: str = "batch",
 ) -> CompiledStateGraph[BatchState, Any, BatchGraphInput, BatchGraphOutput]:
     """A compiled batch graph; ``judge`` is a context key or a judge object.
@@ -129,10 +132,10 @@ def create_batch_graph(
     )
     builder.add_node("plan", plan)
     # The ignore: langgraph's stubs reject any TypedDict input_schema; it works at run time.
-    builder.add_node("judge_item", judge_item, input_schema=_ItemTask)  # type: ignore[arg-type]
+    builder.add_node("judge_item", judge_item, input_schema=_ItemTask, cache_policy=cache_policy)  # type: ignore[arg-type]
     builder.add_node("collect", collect)
     builder.add_edge(START, "plan")
     builder.add_conditional_edges("plan", fan_out, ["judge_item", "collect"])
     builder.add_edge("judge_item", "collect")
     builder.add_edge("collect", END)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    return builder.compile(checkpointer=checkpointer, cache=cache, name=name)

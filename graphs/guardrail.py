@@ -29,10 +29,11 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Literal, Required
 
+from langgraph.cache.base import BaseCache
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Checkpointer
+from langgraph.types import CachePolicy, Checkpointer
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
@@ -120,6 +121,8 @@ def create_guardrail_graph(
     max_revisions: int = 1,
     context_schema: type[Any] = JudgeContext,
     checkpointer: Checkpointer = None,
+    cache: BaseCache[Any] | None = None,
+    cache_policy: CachePolicy[Any] | None = None,
     name: str = "guardrail",
 ) -> CompiledStateGraph[GuardrailState, Any, GuardrailGraphInput, GuardrailGraphOutput]:
     """A compiled guardrail graph.
@@ -231,7 +234,7 @@ def create_guardrail_graph(
         input_schema=GuardrailGraphInput,
         output_schema=GuardrailGraphOutput,
     )
-    builder.add_node("judge", judge_answer)
+    builder.add_node("judge", judge_answer, cache_policy=cache_policy)
     builder.add_edge(START, "judge")
     if reviser is not None:
         builder.add_node("reviser", reviser)
@@ -239,4 +242,4 @@ def create_guardrail_graph(
         builder.add_conditional_edges("judge", route, ["reviser", END])
     else:
         builder.add_edge("judge", END)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    return builder.compile(checkpointer=checkpointer, cache=cache, name=name)

@@ -25,10 +25,11 @@ from statistics import fmean
 from typing import Annotated, Any, Literal, Required
 
 from langchain_core.messages import AnyMessage
+from langgraph.cache.base import BaseCache
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Checkpointer, Send
+from langgraph.types import CachePolicy, Checkpointer, Send
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
@@ -130,6 +131,8 @@ def create_multiturn_graph(
     conversation_judge: JudgeSpec | None = "conversation_judge",
     context_schema: type[Any] = JudgeContext,
     checkpointer: Checkpointer = None,
+    cache: BaseCache[Any] | None = None,
+    cache_policy: CachePolicy[Any] | None = None,
     name: str = "multiturn",
 ) -> CompiledStateGraph[MultiTurnState, Any, MultiTurnGraphInput, MultiTurnGraphOutput]:
     """A compiled multi-turn graph.
@@ -205,12 +208,12 @@ def create_multiturn_graph(
     )
     builder.add_node("prepare", prepare)
     # The ignore: langgraph's stubs reject any TypedDict input_schema; it works at run time.
-    builder.add_node("judge_turn", turn, input_schema=_TurnTask)  # type: ignore[arg-type]
-    builder.add_node("judge_conversation", whole, input_schema=_WholeTask)  # type: ignore[arg-type]
+    builder.add_node("judge_turn", turn, input_schema=_TurnTask, cache_policy=cache_policy)  # type: ignore[arg-type]
+    builder.add_node("judge_conversation", whole, input_schema=_WholeTask, cache_policy=cache_policy)  # type: ignore[arg-type]
     builder.add_node("aggregate", aggregate)
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", fan_out, ["judge_turn", "judge_conversation"])
     builder.add_edge("judge_turn", "aggregate")
     builder.add_edge("judge_conversation", "aggregate")
     builder.add_edge("aggregate", END)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    return builder.compile(checkpointer=checkpointer, cache=cache, name=name)

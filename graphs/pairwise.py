@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Required
 
+from langgraph.cache.base import BaseCache
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Checkpointer, Send
+from langgraph.types import CachePolicy, Checkpointer, Send
 from typing_extensions import TypedDict
 
 from judgegraph.judges import PairwiseJudge, coerce_input
@@ -70,6 +71,8 @@ def create_pairwise_graph(
     swap: SwapPolicy | None = None,
     context_schema: type[Any] = JudgeContext,
     checkpointer: Checkpointer = None,
+    cache: BaseCache[Any] | None = None,
+    cache_policy: CachePolicy[Any] | None = None,
     name: str = "pairwise",
 ) -> CompiledStateGraph[PairwiseState, Any, PairwiseGraphInput, PairwiseGraphOutput]:
     """A compiled pairwise graph.
@@ -110,10 +113,10 @@ def create_pairwise_graph(
     )
     builder.add_node("prepare", prepare)
     # The ignore: langgraph's stubs reject any TypedDict input_schema; it works at run time.
-    builder.add_node("judge_order", order, input_schema=_OrderTask)  # type: ignore[arg-type]
+    builder.add_node("judge_order", order, input_schema=_OrderTask, cache_policy=cache_policy)  # type: ignore[arg-type]
     builder.add_node("aggregate", aggregate)
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", fan_out, ["judge_order"])
     builder.add_edge("judge_order", "aggregate")
     builder.add_edge("aggregate", END)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    return builder.compile(checkpointer=checkpointer, cache=cache, name=name)

@@ -2,6 +2,7 @@
 
 Input keys: ``instruction``, ``response`` and optionally ``reference``
 (reference-guided grading) and ``rubric`` (its levels set the scale).
+``context`` (sources for templates such as ``groundedness``).
 Output key: ``verdict`` (a PointwiseScore). Without a reference the judge
 grades reference-free; without a rubric it uses the factory's ``rubric``,
 or the judge's generic quality rubric on its own scale.
@@ -11,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Required
 
+from langgraph.cache.base import BaseCache
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Checkpointer
+from langgraph.types import CachePolicy, Checkpointer
 from typing_extensions import TypedDict
 
 from judgegraph.judges import coerce_input
@@ -30,6 +32,7 @@ class PointwiseGraphInput(TypedDict, total=False):
     response: Required[str]
     reference: str | None
     rubric: Rubric | None
+    context: str | None
 
 
 class PointwiseGraphOutput(TypedDict):
@@ -46,6 +49,8 @@ def create_pointwise_graph(
     rubric: Rubric | None = None,
     context_schema: type[Any] = JudgeContext,
     checkpointer: Checkpointer = None,
+    cache: BaseCache[Any] | None = None,
+    cache_policy: CachePolicy[Any] | None = None,
     name: str = "pointwise",
 ) -> CompiledStateGraph[PointwiseState, Any, PointwiseGraphInput, PointwiseGraphOutput]:
     """A compiled one-node pointwise graph. ``judge`` is a context key or a
@@ -67,7 +72,7 @@ def create_pointwise_graph(
         input_schema=PointwiseGraphInput,
         output_schema=PointwiseGraphOutput,
     )
-    builder.add_node("score", score)
+    builder.add_node("score", score, cache_policy=cache_policy)
     builder.add_edge(START, "score")
     builder.add_edge("score", END)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    return builder.compile(checkpointer=checkpointer, cache=cache, name=name)

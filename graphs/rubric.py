@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Required
 
+from langgraph.cache.base import BaseCache
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import Checkpointer, Send
+from langgraph.types import CachePolicy, Checkpointer, Send
 from typing_extensions import TypedDict
 
 from judgegraph.judges import JudgeInputError, coerce_input
@@ -58,6 +59,8 @@ def create_rubric_graph(
     criteria: Sequence[Criterion] | None = None,
     context_schema: type[Any] = JudgeContext,
     checkpointer: Checkpointer = None,
+    cache: BaseCache[Any] | None = None,
+    cache_policy: CachePolicy[Any] | None = None,
     name: str = "rubric",
 ) -> CompiledStateGraph[RubricState, Any, RubricGraphInput, RubricGraphOutput]:
     """A compiled rubric graph. ``judge`` (a context key or a judge object)
@@ -101,10 +104,10 @@ def create_rubric_graph(
     )
     builder.add_node("prepare", prepare)
     # The ignore: langgraph's stubs reject any TypedDict input_schema; it works at run time.
-    builder.add_node("judge_criterion", criterion, input_schema=_CriterionTask)  # type: ignore[arg-type]
+    builder.add_node("judge_criterion", criterion, input_schema=_CriterionTask, cache_policy=cache_policy)  # type: ignore[arg-type]
     builder.add_node("aggregate", aggregate)
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", fan_out, ["judge_criterion"])
     builder.add_edge("judge_criterion", "aggregate")
     builder.add_edge("aggregate", END)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    return builder.compile(checkpointer=checkpointer, cache=cache, name=name)

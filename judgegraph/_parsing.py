@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._markers import (
@@ -168,7 +169,18 @@ def _no_number(text: str, pos: int, what: str) -> ParseError:
     return ParseError(f"{what} is not followed by a number")
 
 
-def _parse_text(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
+def _label_at(text: str, pos: int, labels: Sequence[str]) -> tuple[str, int, int] | None:
+    """The label right after ``pos``: (label, start, end), whole-word and case-insensitive."""
+    m = re.compile(r"[ \t]*+[:=\-]?[ \t]*+[\[(\"'`]?").match(text, pos)
+    start = m.end() if m else pos
+    for label in sorted(labels, key=len, reverse=True):  # "not sure" before "not"
+        end = start + len(label)
+        if text[start:end].casefold() == label.casefold() and not (end < len(text) and text[end].isalnum()):
+            return label, start, end
+    return None
+
+
+def _parse_text(raw: str, kind: ParserKind, scale: tuple[int, int], labels: Sequence[str] = ()) -> Parsed:
     try:
         cleaned, gaps = drop_format_chars(raw, max_runs=_MAX_FORMAT_RUNS)
     except TooManyFormatChars as exc:
@@ -184,6 +196,14 @@ def _parse_text(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
         _tail_is_empty(text, m.end(), "[SCORES]")
         return Parsed((a, b), _rationale(text, mk.start()), raw_offset(gaps, m.start(1)))
     mk = _last_marker(text, RESULT_MARKER, "[RESULT]")
+    if kind == "label":
+        found = _label_at(text, mk.end(), labels)
+        if found is None:
+            after = text[mk.end() :].strip()[:40]
+            raise ParseError(f"[RESULT] is followed by {after!r}, which is not one of {list(labels)}")
+        label, start, end = found
+        _tail_is_empty(text, end, "[RESULT]")
+        return Parsed(label, _rationale(text, mk.start()), raw_offset(gaps, start))
     if kind == "score":
         m = _NUMBER.match(text, mk.end())
         if m is None:
@@ -243,7 +263,7 @@ def json_body(raw: str) -> str:
     return body
 
 
-def _parse_json(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
+def _parse_json(raw: str, kind: ParserKind, scale: tuple[int, int], labels: Sequence[str] = ()) -> Parsed:
     try:
         obj = json.loads(json_body(raw))
     except json.JSONDecodeError as exc:
@@ -258,6 +278,13 @@ def _parse_json(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
     rationale = rationale.strip() or None if isinstance(rationale, str) else None
     if kind == "score":
         return Parsed(_json_int(obj, "score", scale), rationale, _json_offset(raw, "score"))
+    if kind == "label":
+        v = obj.get("label")
+        # Exact, up to case and surrounding space: "yes." or "Yes, mostly" is not a label.
+        match = [lb for lb in labels if isinstance(v, str) and v.strip().casefold() == lb.casefold()]
+        if not match:
+            raise ParseError(f"JSON field 'label' must be one of {list(labels)}, got {v!r}")
+        return Parsed(match[0], rationale, _json_offset(raw, "label"))
     if kind == "two_scores":
         a = _json_int(obj, "score_a", scale)
         b = _json_int(obj, "score_b", scale)
@@ -271,8 +298,11 @@ def _parse_json(raw: str, kind: ParserKind, scale: tuple[int, int]) -> Parsed:
     return Parsed("tie" if choice == "TIE" else choice, rationale, _json_offset(raw, "winner"))
 
 
-def parse_output(raw: str, *, kind: ParserKind, scale: tuple[int, int], structured: bool = False) -> Parsed:
+def parse_output(
+    raw: str, *, kind: ParserKind, scale: tuple[int, int], structured: bool = False, labels: Sequence[str] = ()
+) -> Parsed:
     """Parse one judge output or raise :class:`ParseError` with the reason.
+    ``labels`` are the allowed verdicts of the ``label`` kind.
 
     Time is linear in the length of ``raw`` on every path, and an output
     over :data:`MAX_OUTPUT_CHARS` is rejected unread."""
@@ -280,9 +310,11 @@ def parse_output(raw: str, *, kind: ParserKind, scale: tuple[int, int], structur
         raise ParseError(f"output is {len(raw):,} characters, over the {MAX_OUTPUT_CHARS:,} a verdict may have")
     if not raw or not raw.strip():
         raise ParseError("empty output")
+    if kind == "label" and not labels:
+        raise ValueError("the label parser needs the allowed labels")
     if structured:
-        return _parse_json(raw, kind, scale)
-    return _parse_text(raw, kind, scale)
+        return _parse_json(raw, kind, scale, labels)
+    return _parse_text(raw, kind, scale, labels)
 
 
 def value_distribution(
@@ -296,4 +328,6 @@ def value_distribution(
     """Probability of each admissible value, from the top-k logprobs of the
     tokens from ``offset`` on; multi-token values ("10") and signed values
     included, with the approximation stated in :mod:`judgegraph._score_distribution`."""
+    if kind == "label":  # a label verdict has no token distribution yet
+        return None
     return topk_distribution(tokens, offset, kind=kind, scale=scale)

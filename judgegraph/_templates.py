@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._markers import neutralize_markers
-from .types import Message, Rubric
+from .types import JudgeInputError, Message, Rubric
 
 __all__ = [
     "DELIM_CLOSE",
@@ -29,7 +29,7 @@ DELIM_OPEN = "⟦"
 DELIM_CLOSE = "⟧"
 
 TemplateKind = Literal["pointwise", "pairwise", "conversation", "trajectory", "trajectory-pairwise"]
-ParserKind = Literal["score", "two_scores", "choice", "choice_no_tie"]
+ParserKind = Literal["score", "two_scores", "choice", "choice_no_tie", "label"]
 
 
 class Template(BaseModel):
@@ -47,6 +47,8 @@ class Template(BaseModel):
     user: str
     text_format: str = Field(description="how to end the answer in free-text mode")
     json_format: str = Field(description="how to answer in structured-output mode")
+    labels: tuple[str, ...] = Field(default=(), description="the allowed verdicts of a 'label' parser")
+    requires: tuple[str, ...] = Field(default=(), description="input fields this template cannot do without")
 
     def json_schema(self, scale: tuple[int, int]) -> dict[str, Any]:
         lo, hi = scale
@@ -55,6 +57,8 @@ class Template(BaseModel):
             props: dict[str, Any] = {"feedback": {"type": "string"}, "score": score}
         elif self.parser == "two_scores":
             props = {"rationale": {"type": "string"}, "score_a": score, "score_b": score}
+        elif self.parser == "label":
+            props = {"rationale": {"type": "string"}, "label": {"type": "string", "enum": list(self.labels)}}
         else:
             winners = ["A", "B", "tie"] if self.parser == "choice" else ["A", "B"]
             props = {"rationale": {"type": "string"}, "winner": {"type": "string", "enum": winners}}
@@ -67,6 +71,15 @@ class Template(BaseModel):
 
     def render(self, fields: dict[str, str | None], *, scale: tuple[int, int], structured: bool) -> list[Message]:
         values = {k: neutralize(v) for k, v in fields.items() if v is not None}
+        for name in self.requires:
+            if name not in values:
+                raise JudgeInputError(f"{name}: template {self.id!r} v{self.version} needs it, and the input has none")
+        if "context" in values and "{context_block}" not in self.user:
+            # Dropping it silently would grade a RAG answer without its sources.
+            raise JudgeInputError(f"context: template {self.id!r} has no place for a context; use one that does")
+        values.setdefault("examples_block", "")
+        if "examples" in values:
+            values["examples_block"] = _block("labelled examples", values["examples"]) + "\n"
         lo, hi = scale
         values["reference_block"] = (
             _block("reference answer", values["reference"]) + "\n" if "reference" in values else ""
@@ -86,12 +99,14 @@ class Template(BaseModel):
             "response_a",
             "response_b",
             "conversation",
+            "context",
             "trajectory",
             "trajectory_a",
             "trajectory_b",
         ):
             if name in values:
                 values[name + "_block"] = _block(name.replace("_", " "), values[name])
+        values.setdefault("context_block", "")
         try:
             user = self.user.format(**values)
         except KeyError as exc:

@@ -55,9 +55,9 @@ def templates() -> None:
     """List the registered prompt templates."""
     from ._templates import list_templates
 
-    table = Table("id", "version", "kind", "output")
+    table = Table("id", "version", "kind", "output", "needs")
     for t in list_templates():
-        table.add_row(t.id, str(t.version), t.kind, t.parser)
+        table.add_row(t.id, str(t.version), t.kind, t.parser, ", ".join(t.requires))
     console.print(table)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -18,8 +18,10 @@ from ._messages import check_tool_links, normalize_messages
 __all__ = [
     "ConversationInput",
     "Criterion",
+    "EvaluatorResult",
     "FrozenModel",
     "JudgeInputError",
+    "LabelVerdict",
     "MemberRecord",
     "Message",
     "MissingExtraError",
@@ -111,10 +113,15 @@ class Rubric(FrozenModel):
 
 
 class PointwiseInput(FrozenModel):
+    """One answer to grade. ``context`` is source material the answer must
+    rest on (retrieved passages for RAG, the tools on offer); only templates
+    that name a context block accept it."""
+
     instruction: str
     response: str
     reference: str | None = None
     rubric: Rubric | None = None
+    context: str | None = None
 
     @field_validator("instruction", "response")
     @classmethod
@@ -223,13 +230,21 @@ def worst_status(statuses: Sequence[Status]) -> Status:
 
 
 class Usage(FrozenModel):
+    """Tokens spent. ``cache_hits``/``cache_misses`` count calls a judge-call
+    cache answered or passed on (both 0 when no cache is in the way); a hit
+    spends no tokens."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
+            cache_hits=self.cache_hits + other.cache_hits,
+            cache_misses=self.cache_misses + other.cache_misses,
         )
 
 
@@ -283,6 +298,38 @@ class MemberRecord(FrozenModel):
     latency_s: float = 0.0
 
 
+class EvaluatorResult(TypedDict):
+    """The openevals evaluator result, key for key (``openevals.types.EvaluatorResult``),
+    which LangSmith's ``evaluate`` also accepts.
+
+    ``score`` is normalised: a bool for yes/no verdicts, else a float in 0-1.
+    A failed verdict (status ``unparsed`` or ``error``) carries ``score=None``:
+    any number would be a verdict the judge never gave and would average into
+    an experiment's scores; LangSmith records a missing score instead, and
+    ``metadata["status"]``/``metadata["reason"]`` say what went wrong.
+    ``metadata`` also holds the raw score, its scale and the provenance.
+    """
+
+    key: str
+    score: float | bool | None
+    comment: str | None
+    metadata: dict[str, Any] | None
+    # openevals sets it only when the judge call was traced; so do we (never).
+    source_run_id: NotRequired[str | None]
+
+
+def _evaluator_result(result: _Result, key: str, score: float | bool | None, extra: dict[str, Any]) -> EvaluatorResult:
+    comment = result.rationale if result.ok else f"[{result.status.value}] {result.reason}"
+    metadata: dict[str, Any] = {
+        "status": result.status.value,
+        "reason": result.reason,
+        **extra,
+        "confidence": result.confidence,
+        "provenance": result.provenance.model_dump(mode="json") if result.provenance else None,
+    }
+    return EvaluatorResult(key=key, score=score if result.ok else None, comment=comment, metadata=metadata)
+
+
 class _Result(FrozenModel):
     status: Status
     rationale: str | None = None
@@ -321,10 +368,14 @@ class PointwiseScore(_Result):
             raise ValueError("a failed PointwiseScore carries no score")
         return self
 
-    def to_evaluator_result(self, key: str = "score") -> dict[str, Any]:
-        """The openevals / LangSmith evaluator shape ``{key, score, comment}``."""
-        comment = self.rationale if self.ok else f"[{self.status.value}] {self.reason}"
-        return {"key": key, "score": self.score, "comment": comment}
+    def to_evaluator_result(self, key: str = "score") -> EvaluatorResult:
+        """The openevals / LangSmith shape; the score is mapped from the scale
+        onto 0-1 (4 on 1-5 is 0.75), the raw score and scale are in metadata.
+        A failure scores None (see :class:`EvaluatorResult`)."""
+        lo, hi = self.scale
+        norm = None if self.score is None else (self.score - lo) / (hi - lo) if hi > lo else 1.0
+        extra = {"raw_score": self.score, "scale": list(self.scale), "expected_score": self.expected_score}
+        return _evaluator_result(self, key, norm, extra)
 
 
 class PairwiseVerdict(_Result):
@@ -346,19 +397,57 @@ class PairwiseVerdict(_Result):
             raise ValueError("a failed PairwiseVerdict carries no winner")
         return self
 
-    def to_evaluator_result(self, key: str = "preference") -> dict[str, Any]:
-        score = {"A": 1.0, "B": 0.0, "tie": 0.5}.get(self.winner or "", None)
-        comment = self.rationale if self.ok else f"[{self.status.value}] {self.reason}"
-        return {"key": key, "score": score, "comment": comment}
+    def to_evaluator_result(self, key: str = "preference") -> EvaluatorResult:
+        """Preference for answer A: 1.0 A, 0.0 B, 0.5 tie; None on failure."""
+        score = {"A": 1.0, "B": 0.0, "tie": 0.5}.get(self.winner or "")
+        extra = {
+            "winner": self.winner,
+            "score_a": self.score_a,
+            "score_b": self.score_b,
+            "inconsistent": self.inconsistent,
+        }
+        return _evaluator_result(self, key, score, extra)
 
 
 class RubricResult(_Result):
     criteria: dict[str, PointwiseScore]
     weighted_score: float | None = None
 
-    def to_evaluator_result(self, key: str = "rubric") -> dict[str, Any]:
-        comment = "; ".join(f"{name}: {s.score if s.ok else s.status.value}" for name, s in self.criteria.items())
-        return {"key": key, "score": self.weighted_score, "comment": comment}
+    def to_evaluator_result(self, key: str = "rubric") -> EvaluatorResult:
+        """The weighted aggregate (already 0-1); each criterion's raw score in metadata."""
+        summary = "; ".join(f"{name}: {s.score if s.ok else s.status.value}" for name, s in self.criteria.items())
+        extra = {
+            "criteria": {
+                name: {"raw_score": s.score, "scale": list(s.scale), "status": s.status.value, "reason": s.reason}
+                for name, s in self.criteria.items()
+            }
+        }
+        out = _evaluator_result(self, key, self.weighted_score, extra)
+        out["comment"] = summary if self.ok else f"{out['comment']} ({summary})"
+        return out
+
+
+class LabelVerdict(_Result):
+    """A verdict that is one of a fixed list of labels (``choices``), from a
+    judge made from a sentence. ``label_scores`` maps each label to its score
+    in the evaluator shape."""
+
+    label: str | None = None
+    choices: tuple[str, ...]
+    label_scores: dict[str, float | bool]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LabelVerdict:
+        if self.status is Status.OK and self.label not in self.choices:
+            raise ValueError(f"an ok LabelVerdict needs a label among {list(self.choices)}, got {self.label!r}")
+        if self.status is not Status.OK and self.label is not None:
+            raise ValueError("a failed LabelVerdict carries no label")
+        return self
+
+    def to_evaluator_result(self, key: str = "label") -> EvaluatorResult:
+        """The label's score from ``label_scores``; None on failure."""
+        score = self.label_scores[self.label] if self.label is not None else None
+        return _evaluator_result(self, key, score, {"label": self.label, "choices": list(self.choices)})
 
 
 # ---------------------------------------------------------------- policies

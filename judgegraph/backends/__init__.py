@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._cache import CachedBackend, JudgeCache, MemoryCache, SqliteCache, cache_key, server_identity
 from ._protocol import (
     Backend,
     BackendError,
@@ -32,10 +33,13 @@ if TYPE_CHECKING:
 __all__ = [
     "Backend",
     "BackendError",
+    "CachedBackend",
     "Capabilities",
     "ChatModelBackend",
     "GenerateRequest",
     "GenerateResult",
+    "JudgeCache",
+    "MemoryCache",
     "MissingExtraError",
     "OpenAIBackend",
     "RateLimitedBackend",
@@ -43,18 +47,21 @@ __all__ = [
     "Retryable",
     "ScriptedBackend",
     "Secrets",
+    "SqliteCache",
     "TGIBackend",
     "TokenBucket",
     "TokenLogprob",
     "TransformersBackend",
     "as_backend",
     "awith_retries",
+    "cache_key",
     "chat_params",
     "chatml_prompt",
     "clean_url",
     "parse_retry_after",
     "result_from_completion",
     "run_sync",
+    "server_identity",
     "strip_userinfo",
 ]
 

@@ -41,6 +41,10 @@ class GenerateRequest:
     logprobs: bool = False
     top_logprobs: int = 0
     seed: int | None = None
+    # Which prompt template made the messages: backends ignore it; a
+    # judge-call cache keys on it, since a new version may parse differently.
+    template_id: str | None = None
+    template_version: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,7 @@ from ._replay import (
     write_verdicts,
 )
 from ._rubric import RubricJudge, create_rubric_judge
+from ._sentence import FewShotCheck, LabelledExample, SentenceJudge, acheck_few_shot, create_judge, similarity
 from ._trajectory import PairwiseTrajectoryJudge, TrajectoryJudge, create_trajectory_judge
 from ._trajectory_inputs import TrajectoryInput, TrajectoryMatchInput, TrajectoryPairInput
 from ._trajectory_match import ArgsMode, MatchMode, TrajectoryMatchJudge, match_trajectory
@@ -63,10 +64,12 @@ __all__ = [
     "BaseJudge",
     "CompositeJudge",
     "EnsembleJudge",
+    "FewShotCheck",
     "Judge",
     "JudgeFailedError",
     "JudgeInputError",
     "LLMBarReplay",
+    "LabelledExample",
     "MatchMode",
     "ModelJudge",
     "MultiTurnJudge",
@@ -77,12 +80,14 @@ __all__ = [
     "ReplayJudge",
     "Result",
     "RubricJudge",
+    "SentenceJudge",
     "TrajectoryInput",
     "TrajectoryJudge",
     "TrajectoryMatchInput",
     "TrajectoryMatchJudge",
     "TrajectoryPairInput",
     "VerdictRecord",
+    "acheck_few_shot",
     "arecord_verdicts",
     "arun_part",
     "coerce_input",
@@ -90,6 +95,7 @@ __all__ = [
     "cost_of",
     "create_batch_judge_node",
     "create_ensemble_judge",
+    "create_judge",
     "create_judge_node",
     "create_multiturn_judge",
     "create_pairwise_judge",
@@ -107,6 +113,7 @@ __all__ = [
     "render_message",
     "render_transcript",
     "run_sync",
+    "similarity",
     "sum_usage",
     "verdict_text",
     "worst",

@@ -146,7 +146,10 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
             except JudgeInputError as exc:
                 return exc
             async with sem:
-                return await run(item)
+                try:
+                    return await run(item)
+                except JudgeInputError as exc:  # found late, e.g. a field the template requires
+                    return JudgeInputError(f"item {i}: {exc}")
 
         return list(await asyncio.gather(*(one(i, v) for i, v in enumerate(values))))
 

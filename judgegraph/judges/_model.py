@@ -141,6 +141,8 @@ class ModelJudge(Judge[InT, OutT]):
             json_schema=self.template.json_schema(scale) if structured else None,
             logprobs=backend.capabilities.logprobs and self.top_logprobs > 0,
             top_logprobs=self.top_logprobs if backend.capabilities.logprobs else 0,
+            template_id=self.template.id,
+            template_version=self.template.version,
         )
         usage, attempts, started = Usage(), 0, time.perf_counter()
         raw: str | None = None
@@ -175,7 +177,13 @@ class ModelJudge(Judge[InT, OutT]):
                 )
             usage, attempts, raw, model = usage + res.usage, attempts + res.attempts, res.text, res.model
             try:
-                parsed = parse_output(res.text, kind=self.template.parser, scale=scale, structured=structured)
+                parsed = parse_output(
+                    res.text,
+                    kind=self.template.parser,
+                    scale=scale,
+                    structured=structured,
+                    labels=self.template.labels,
+                )
                 if structured and _copies_input(res.text, fields):
                     # Free text is safe from this by neutralisation; a JSON
                     # verdict planted in the evaluated content is not.

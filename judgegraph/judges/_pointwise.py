@@ -86,6 +86,7 @@ class PointwiseJudge(_ScoreJudge):
             "instruction": item.instruction,
             "response": item.response,
             "reference": item.reference,
+            "context": item.context,
             "rubric_text": self._rubric_text(item.rubric, scale),
         }
         return self._score(await self._call(backend, fields, scale), scale, backend, started)

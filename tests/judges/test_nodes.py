@@ -103,7 +103,9 @@ async def test_judge_is_a_runnable_with_callbacks_and_tags() -> None:
     assert ("pairwise", ["eval"]) in rec.starts
     # Sync invoke works too, and results convert to the evaluator shape.
     v2 = judge.invoke({"instruction": "q", "response_a": "a", "response_b": "b"})
-    assert v2.to_evaluator_result() == {"key": "preference", "score": 1.0, "comment": None}
+    out = v2.to_evaluator_result()
+    assert (out["key"], out["score"], out["comment"]) == ("preference", 1.0, None)
+    assert out["metadata"] is not None and out["metadata"]["winner"] == "A"
 
 
 class BatchState(TypedDict, total=False):

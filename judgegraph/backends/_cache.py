@@ -1,0 +1,199 @@
+"""A judge-call cache that works with any backend.
+
+The key is a SHA-256 over everything that can change a verdict: the whole
+request (messages, generation parameters, JSON schema, logprob settings),
+the template id and version that made it (a new version may parse the same
+text differently), the backend kind, the model and the server identity
+(its base URL). A different server or model therefore misses, even for
+byte-identical prompts.
+
+A hit returns the stored result with no tokens spent and ``cache_hits=1`` in
+its usage; a miss calls the backend and counts ``cache_misses=1``. Those
+counts add up into each verdict's ``provenance.usage``. Only successful
+results are stored: a failure is never replayed as if it were an answer.
+Concurrent identical calls share one request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from judgegraph.types import Pricing, TokenLogprob, Usage
+
+from ._protocol import Backend, Capabilities, GenerateRequest, GenerateResult
+
+__all__ = ["CachedBackend", "JudgeCache", "MemoryCache", "SqliteCache", "cache_key", "server_identity"]
+
+
+@runtime_checkable
+class JudgeCache(Protocol):
+    """Stores generate results by key. Implementations must be thread-safe."""
+
+    def get(self, key: str) -> GenerateResult | None: ...
+
+    def put(self, key: str, result: GenerateResult) -> None: ...
+
+
+def _encode(result: GenerateResult) -> str:
+    return json.dumps(
+        {
+            "text": result.text,
+            "model": result.model,
+            "usage": result.usage.model_dump(),
+            "tokens": [[t.token, t.logprob, [list(a) for a in t.top]] for t in result.tokens]
+            if result.tokens is not None
+            else None,
+            "finish_reason": result.finish_reason,
+        }
+    )
+
+
+def _decode(raw: str) -> GenerateResult:
+    d = json.loads(raw)
+    tokens = d["tokens"]
+    return GenerateResult(
+        text=d["text"],
+        model=d["model"],
+        usage=Usage(**d["usage"]),
+        tokens=tuple(TokenLogprob(t, lp, tuple((a, b) for a, b in top)) for t, lp, top in tokens)
+        if tokens is not None
+        else None,
+        finish_reason=d["finish_reason"],
+    )
+
+
+class MemoryCache:
+    """An in-process cache; ``max_entries`` bounds it (oldest entries go first)."""
+
+    def __init__(self, *, max_entries: int | None = None) -> None:
+        self.max_entries = max_entries
+        self._data: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> GenerateResult | None:
+        with self._lock:
+            raw = self._data.get(key)
+        return None if raw is None else _decode(raw)
+
+    def put(self, key: str, result: GenerateResult) -> None:
+        with self._lock:
+            self._data[key] = _encode(result)
+            if self.max_entries is not None:
+                while len(self._data) > self.max_entries:
+                    del self._data[next(iter(self._data))]
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class SqliteCache:
+    """A cache in one SQLite file (stdlib ``sqlite3``), shared across runs and processes."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        with self._lock, self._db:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS judge_calls (key TEXT PRIMARY KEY, result TEXT NOT NULL)")
+
+    def get(self, key: str) -> GenerateResult | None:
+        with self._lock:
+            row = self._db.execute("SELECT result FROM judge_calls WHERE key = ?", (key,)).fetchone()
+        return None if row is None else _decode(row[0])
+
+    def put(self, key: str, result: GenerateResult) -> None:
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO judge_calls VALUES (?, ?)", (key, _encode(result)))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM judge_calls").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def server_identity(backend: Backend) -> str:
+    """Where the backend's answers come from: its base URL when it has one
+    (OpenAI-compatible and TGI servers), else its kind and model."""
+    for attr in ("base_url", "_base_url"):  # OpenAIBackend keeps its URL private
+        url = getattr(backend, attr, None)
+        if isinstance(url, str) and url:
+            return url.rstrip("/")
+    return f"{backend.name}:{backend.model}"
+
+
+def cache_key(request: GenerateRequest, *, backend: str, model: str, server: str) -> str:
+    """The cache key of one call: every request field plus who answers it."""
+    fields = {f.name: getattr(request, f.name) for f in dataclasses.fields(request)}
+    fields["messages"] = [m.model_dump() for m in request.messages]
+    payload = {
+        "request": fields,
+        "backend": backend,
+        "model": model,
+        "server": server,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class CachedBackend:
+    """Wrap any backend with a :class:`JudgeCache`. ``server`` overrides the
+    server identity in the key (default: :func:`server_identity`)."""
+
+    def __init__(self, backend: Backend, cache: JudgeCache, *, server: str | None = None) -> None:
+        self.inner = backend
+        self.cache = cache
+        self.server = server or server_identity(backend)
+        self.name: str = backend.name
+        self.model: str = backend.model
+        self.capabilities: Capabilities = backend.capabilities
+        self.pricing: Pricing | None = backend.pricing
+        self._inflight: dict[str, asyncio.Future[GenerateResult]] = {}
+
+    def key(self, request: GenerateRequest) -> str:
+        return cache_key(request, backend=self.inner.name, model=self.inner.model, server=self.server)
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        key = self.key(request)
+        hit = self.cache.get(key)
+        twin = self._inflight.get(key) if hit is None else None
+        if twin is not None:
+            # The same call is already on its way: wait for it rather than send another.
+            try:
+                hit = await asyncio.shield(twin)
+            except (Exception, asyncio.CancelledError):
+                if not twin.done():
+                    raise  # this caller was cancelled, not the call it waited on
+                hit = None  # that call failed: make our own
+        if hit is not None:
+            return dataclasses.replace(hit, usage=Usage(cache_hits=1), attempts=0, latency_s=0.0)
+        future: asyncio.Future[GenerateResult] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            result = await self.inner.generate(request)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
+            future.set_exception(exc)
+            future.exception()  # mark it retrieved: no "never retrieved" log when nobody waits
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        self.cache.put(key, result)
+        future.set_result(result)
+        return dataclasses.replace(result, usage=result.usage + Usage(cache_misses=1))
+
+    def __getattr__(self, name: str) -> Any:
+        # Anything else (base_url, close, ...) is the wrapped backend's.
+        return getattr(self.inner, name)
