@@ -7,13 +7,22 @@ judge) is a pydantic model, so bad input fails early with the field named.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, NotRequired, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
-from ._messages import check_tool_links, normalize_messages
+from ._core_types import FrozenModel, JudgeInputError, MissingExtraError, TokenLogprob
+from ._input_types import (
+    ConversationInput,
+    Criterion,
+    Message,
+    PairwiseInput,
+    PointwiseInput,
+    Rubric,
+    ToolCall,
+    check_messages,
+)
 
 __all__ = [
     "ConversationInput",
@@ -44,168 +53,6 @@ __all__ = [
     "check_messages",
     "worst_status",
 ]
-
-
-class FrozenModel(BaseModel):
-    """The one base of judgegraph's immutable data shapes: frozen, and
-    unknown fields are an error rather than silently dropped."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class JudgeInputError(ValueError):
-    """The input to a judge is malformed; the message names the field."""
-
-
-class MissingExtraError(ImportError):
-    """A backend needs an optional dependency group that is not installed."""
-
-    def __init__(self, what: str, extra: str) -> None:
-        super().__init__(f"{what} needs the '{extra}' extra: pip install 'judgegraph[{extra}]'")
-        self.extra = extra
-
-
-@dataclass(frozen=True, slots=True)
-class TokenLogprob:
-    """One generated token's log-probability and its most likely alternatives."""
-
-    token: str
-    logprob: float
-    top: tuple[tuple[str, float], ...] = ()
-
-
-def _require_text(value: str, field: str) -> str:
-    if not value or not value.strip():
-        raise ValueError(f"{field} must be a non-empty string")
-    return value
-
-
-# ---------------------------------------------------------------- inputs
-
-
-class Rubric(FrozenModel):
-    """A criterion and what each score level means (Prometheus style)."""
-
-    criterion: str
-    levels: dict[int, str] = Field(description="score level -> description")
-
-    @field_validator("criterion")
-    @classmethod
-    def _criterion(cls, v: str) -> str:
-        return _require_text(v, "criterion")
-
-    @field_validator("levels")
-    @classmethod
-    def _levels(cls, v: dict[int, str]) -> dict[int, str]:
-        if len(v) < 2:
-            raise ValueError("levels needs at least two score levels")
-        keys = sorted(v)
-        if keys != list(range(keys[0], keys[-1] + 1)):
-            raise ValueError(f"levels must be consecutive integers, got {keys}")
-        for k, text in v.items():
-            _require_text(text, f"levels[{k}]")
-        return dict(sorted(v.items()))
-
-    @property
-    def scale(self) -> tuple[int, int]:
-        keys = list(self.levels)
-        return keys[0], keys[-1]
-
-
-class PointwiseInput(FrozenModel):
-    """One answer to grade. ``context`` is source material the answer must
-    rest on (retrieved passages for RAG, the tools on offer); only templates
-    that name a context block accept it."""
-
-    instruction: str
-    response: str
-    reference: str | None = None
-    rubric: Rubric | None = None
-    context: str | None = None
-
-    @field_validator("instruction", "response")
-    @classmethod
-    def _nonempty(cls, v: str, info: Any) -> str:
-        return _require_text(v, info.field_name)
-
-
-class PairwiseInput(FrozenModel):
-    instruction: str
-    response_a: str
-    response_b: str
-    reference: str | None = None
-    rubric: Rubric | None = None
-
-    @field_validator("instruction", "response_a", "response_b")
-    @classmethod
-    def _nonempty(cls, v: str, info: Any) -> str:
-        return _require_text(v, info.field_name)
-
-    def swapped(self) -> PairwiseInput:
-        return self.model_copy(update={"response_a": self.response_b, "response_b": self.response_a})
-
-
-class ToolCall(FrozenModel):
-    """A tool call an assistant message made; ``error`` when its arguments did not parse."""
-
-    name: str
-    args: dict[str, Any] = Field(default_factory=dict)
-    id: str | None = None
-    error: str | None = None
-
-
-class Message(FrozenModel):
-    """A chat message. Prompts to judge models use system/user/assistant with
-    text; conversations and agent runs also carry tool calls and tool results."""
-
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str
-    tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str | None = None  # on a tool result: the call it answers
-    name: str | None = None
-    error: bool = False  # a tool result that reports a failure
-
-
-def check_messages(messages: list[Message], field: str) -> list[Message]:
-    """``messages`` if they make a judgeable run, else ValueError naming the index and field."""
-    if not messages:
-        raise ValueError(f"{field} must not be empty")
-    for i, m in enumerate(messages):
-        # An assistant step that only calls tools, or a tool with no output, may be empty.
-        if not m.content.strip() and not m.tool_calls and m.role != "tool":
-            raise ValueError(f"{field}[{i}].content must be a non-empty string")
-    check_tool_links([m.model_dump() for m in messages], field=field)
-    if not any(m.role == "assistant" for m in messages):
-        raise ValueError(f"{field} has no assistant turn to judge")
-    return messages
-
-
-class ConversationInput(FrozenModel):
-    """A conversation: LangChain messages, their dict forms, OpenAI-style
-    dicts or :class:`Message` objects; a ``{"messages": [...]}`` state
-    (``MessagesState``) validates as it is."""
-
-    messages: list[Message]
-    reference: str | None = None
-    rubric: Rubric | None = None
-
-    @field_validator("messages", mode="before")
-    @classmethod
-    def _convert(cls, v: Any) -> Any:
-        return normalize_messages(v)
-
-    @model_validator(mode="after")
-    def _has_assistant(self) -> ConversationInput:
-        check_messages(self.messages, "messages")
-        return self
-
-
-class Criterion(FrozenModel):
-    """One rubric criterion for RubricJudge, with its weight in the aggregate."""
-
-    name: str
-    rubric: Rubric
-    weight: float = Field(default=1.0, gt=0)
 
 
 # ---------------------------------------------------------------- results
