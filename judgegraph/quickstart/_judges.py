@@ -154,12 +154,12 @@ class GraphJudge(Judge[PairwiseInput, PairwiseVerdict]):
 
         swap = None if isinstance(judge, PairwiseJudge) else SwapPolicy(mode="single")
         self.name = name
-        self.judge = judge
+        self.inner = judge  # not ``judge``: that name is Judge's sync method
         self.graph = create_pairwise_graph(judge="judge", swap=swap, name=name)
         self._fingerprint = {"graph": "pairwise", "swap": None if swap is None else swap.mode, **fingerprint}
 
     def context(self) -> dict[str, Any]:
-        return {"judge": self.judge}
+        return {"judge": self.inner}
 
     def config_fingerprint(self) -> dict[str, Any]:
         return dict(self._fingerprint)
