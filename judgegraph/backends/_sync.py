@@ -30,6 +30,10 @@ _thread: threading.Thread | None = None
 def _get_portal() -> BlockingPortal:
     global _portal, _cm, _thread
     with _lock:
+        if _portal is not None and (_thread is None or not _thread.is_alive()):
+            # A BaseException (KeyboardInterrupt, a simulated kill) that went
+            # through the portal ended its loop: start a fresh one.
+            _portal = _cm = None
         if _portal is None:
             _cm = start_blocking_portal("asyncio")
             _portal = _cm.__enter__()
@@ -44,6 +48,12 @@ def _stop() -> None:
         cm, _cm, _portal = _cm, None, None
     if cm is not None:
         cm.__exit__(None, None, None)
+
+
+def _forget_thread() -> None:
+    global _thread
+    with _lock:
+        _thread = None
 
 
 def portal_thread() -> threading.Thread | None:
@@ -68,4 +78,12 @@ def run_sync(aw: Awaitable[T]) -> T:
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             return pool.submit(asyncio.run, _await(aw)).result()
     call: Callable[..., Any] = _get_portal().call
+    try:
+        return call(_await, aw)  # type: ignore[no-any-return]
+    except RuntimeError as exc:
+        if "portal is not running" not in str(exc):
+            raise
+    # The loop ended between the check and the call (see _get_portal): once more on a fresh one.
+    _forget_thread()
+    call = _get_portal().call
     return call(_await, aw)  # type: ignore[no-any-return]

@@ -314,11 +314,11 @@ class CountingTeacher(ReplayJudge):
         self.calls: list[str] = []
         self.crash_after = crash_after
 
-    async def _judge(self, item: Any, backend: Any) -> Any:
+    async def _ajudge_item(self, item: Any, context: Any) -> Any:
         if self.crash_after is not None and len(self.calls) >= self.crash_after:
             raise Crash
         self.calls.append(item_key(item))
-        return await super()._judge(item, backend)
+        return await super()._ajudge_item(item, context)
 
 
 def _round_view(fw: Flywheel, n: int) -> dict[str, Any]:
