@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from judgegraph import OpenAIBackend, PointwiseJudge, Status, get_template, register_template
+from judgegraph import OpenAIBackend, PointwiseJudge, Status, get_template
 from judgegraph.backends import CachedBackend, MemoryCache, SqliteCache, TGIBackend
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
 
@@ -56,7 +56,7 @@ async def test_a_different_server_model_parameter_or_template_version_misses() -
         assert _requests(one) == 3
         # Same text, new version: it may parse differently, so it must not reuse the old verdict.
         v1 = get_template("pointwise-rubric", 1)
-        v2 = register_template(v1.model_copy(update={"version": 99}), replace=True)
+        v2 = v1.model_copy(update={"version": 99})  # passed directly: the global registry stays as it was
         await PointwiseJudge(CachedBackend(_openai(one), cache), template=v2).ajudge(ITEM)
         assert _requests(one) == 4
         # And the original setup still hits.
