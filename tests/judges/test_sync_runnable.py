@@ -45,7 +45,7 @@ def test_a_thousand_sync_invokes_leave_descriptors_and_clients_flat() -> None:
         results = [judge.invoke(ITEM) for _ in range(1000)]
         assert all(r.ok for r in results)
         assert open_fds() - fds <= 2
-        assert sdk_clients() == clients == 1
+        assert sdk_clients() == clients  # flat: no client per call (others may be alive in a full run)
         assert server.calls["/v1/chat/completions"] == 1009
         # The plain sync methods use the same loop, so the same client and pool.
         assert all(getattr(r, "ok", False) for r in judge.judge_many([ITEM] * 8, max_concurrency=8))
