@@ -16,7 +16,7 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +161,8 @@ async def _drive(
 ) -> None:
     store = rec.store
     stop = asyncio.Event()
+    kick = asyncio.Event()  # commit now: stopping, or the unsaved buffer is full
+    saved = asyncio.Event()
 
     async def flusher() -> None:
         # A failed commit keeps its batch buffered and is retried on the next
@@ -168,26 +170,37 @@ async def _drive(
         failures = 0
         while not stop.is_set():
             try:
-                await asyncio.wait_for(stop.wait(), store.flush_interval_s)
+                await asyncio.wait_for(kick.wait(), store.flush_interval_s)
             except TimeoutError:
                 pass
+            kick.clear()
             try:
                 await store.aflush()
                 failures = 0
+                saved.set()
             except StoreCommitError as exc:
                 failures += 1
                 _log.warning("%s (failure %d of %d in a row)", exc, failures, store.max_commit_failures)
                 if failures >= store.max_commit_failures:
                     raise
 
+    async def room() -> None:
+        # Backpressure: judging waits while the store holds max_unsaved
+        # results it has not committed, so a store that refuses writes ends
+        # the job before more work piles up in memory than a rerun can redo.
+        while store.unsaved >= store.max_unsaved:
+            saved.clear()
+            kick.set()
+            await saved.wait()
+
     store.auto_flush = False  # commits happen on the flusher's thread, off the event loop
     flush_task = asyncio.create_task(flusher())
     if getattr(judge, "needs_batch", False):
         # A judge that ranks a whole batch (a cascade with a budget policy)
         # cannot take items one at a time: feed it chunks.
-        work = _drive_batches(preparer, rows, rec, judge, ctx, concurrency, rerun_failed)
+        work = _drive_batches(preparer, rows, rec, judge, ctx, concurrency, rerun_failed, room)
     else:
-        work = _drive_pool(preparer, rows, rec, judge, ctx, concurrency, rerun_failed)
+        work = _drive_pool(preparer, rows, rec, judge, ctx, concurrency, rerun_failed, room)
     work_task = asyncio.create_task(work)
     try:
         await asyncio.wait({work_task, flush_task}, return_when=asyncio.FIRST_COMPLETED)
@@ -198,6 +211,7 @@ async def _drive(
         await asyncio.gather(work_task, return_exceptions=True)
     finally:
         stop.set()
+        kick.set()
         if not work_task.done():
             work_task.cancel()
             await asyncio.gather(work_task, return_exceptions=True)
@@ -246,6 +260,7 @@ async def _drive_pool(
     ctx: dict[str, Any],
     concurrency: int,
     rerun_failed: bool,
+    room: Callable[[], Awaitable[None]],
 ) -> None:
     """``concurrency`` workers, each taking the next row to judge as soon as
     it has recorded its last one. A worker reuses its HTTP connection at once;
@@ -263,7 +278,10 @@ async def _drive_pool(
         return None
 
     async def worker() -> None:
-        while (prep := next_item()) is not None:
+        while True:
+            await room()
+            if (prep := next_item()) is None:
+                return
             try:
                 record = await judge_prepared(judge, prep, context=ctx, config_hash=rec.config_hash)
                 rec.result(prep.where, record)
@@ -289,6 +307,7 @@ async def _drive_batches(
     ctx: dict[str, Any],
     concurrency: int,
     rerun_failed: bool,
+    room: Callable[[], Awaitable[None]],
     batch_size: int = 256,
 ) -> None:
     chunk: list[PreparedRow] = []
@@ -297,6 +316,7 @@ async def _drive_batches(
     async def run_chunk() -> None:
         if not chunk:
             return
+        await room()
         try:
             verdicts = await judge.ajudge_many([p.item for p in chunk], max_concurrency=concurrency, context=ctx)
         except Exception as exc:

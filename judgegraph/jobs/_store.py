@@ -51,15 +51,22 @@ class Store:
         flush_interval_s: float = 0.1,
         flush_rows: int = 512,
         busy_timeout_s: float = 30.0,
+        max_unsaved: int = 4096,
         read_only: bool = False,
     ) -> None:
         """``busy_timeout_s``: how long a commit waits for another writer's lock
-        before it fails (and is retried). ``read_only`` creates and changes
-        nothing, and works on a store the user may not write."""
+        before it fails (and is retried). ``max_unsaved``: results a job may
+        hold uncommitted; past it, judging waits for a commit, so a store that
+        refuses writes stops a job before it judges more than that into memory.
+        ``read_only`` creates and changes nothing, and works on a store the
+        user may not write."""
+        if max_unsaved < 1:
+            raise ValueError("max_unsaved must be at least 1")
         self.path = Path(path)
         self.flush_interval_s = flush_interval_s
         self.flush_rows = flush_rows
         self.busy_timeout_s = busy_timeout_s
+        self.max_unsaved = max_unsaved
         self.read_only = read_only
         self._results: list[ResultRecord] = []
         self._items: list[ItemRecord] = []
@@ -197,6 +204,11 @@ class Store:
         self._results.append(result)
         self._pending_hashes.add((result.config_hash, result.item_hash))
         self._maybe_flush()
+
+    @property
+    def unsaved(self) -> int:
+        """Results buffered or being committed, not yet in the database."""
+        return len(self._results) + len(self._committing)
 
     def _maybe_flush(self) -> None:
         if not self.auto_flush:
