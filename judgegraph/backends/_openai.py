@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import weakref
 from collections.abc import Mapping
@@ -152,10 +153,17 @@ class OpenAIBackend:
         return chat_params(self.model, request, reasoning=self.reasoning, reasoning_effort=self.reasoning_effort)
 
     async def _once(self, params: dict[str, Any]) -> Any:
+        import httpx2
         import openai
 
         try:
-            return await self._client.chat.completions.create(**params)
+            # The client's own post(), not chat.completions.create(): the body
+            # is plain JSON already, and the SDK's per-call walk of its typed
+            # parameters and its model construction of the response were most
+            # of this backend's own CPU cost per call. Errors, retries of
+            # auth and Azure's deployment paths are the client's as before.
+            raw = await self._client.post("/chat/completions", body=params, cast_to=httpx2.Response)
+            return json.loads(raw.content)
         except openai.RateLimitError as exc:
             raise Retryable(
                 f"HTTP 429 from {self.model}",
@@ -218,38 +226,47 @@ def chat_params(
 
 
 def result_from_completion(resp: Any, model: str) -> GenerateResult:
-    """A ``ChatCompletion`` (live, or parsed from a batch output line) as a GenerateResult."""
+    """A chat completion (its JSON as a mapping, e.g. a batch output line's
+    body, or an ``openai`` ``ChatCompletion``) as a GenerateResult."""
+    if hasattr(resp, "model_dump"):
+        resp = resp.model_dump(mode="json")
     return _to_result(resp, 1, 0.0, model)
 
 
 def _to_result(resp: Any, attempts: int, latency: float, model: str) -> GenerateResult:
-    if isinstance(resp, str) or not getattr(resp, "choices", None):
+    """A chat-completions response body (decoded JSON) as a GenerateResult."""
+    choices = resp.get("choices") if isinstance(resp, Mapping) else None
+    if not choices or not isinstance(choices, list):
         raise BackendError(f"malformed response from {model}: no choices", attempts=attempts)
-    choice = resp.choices[0]
-    text = choice.message.content or ""
-    tokens = None
-    lp = getattr(choice, "logprobs", None)
-    if lp is not None and lp.content:
-        tokens = tuple(
-            TokenLogprob(
-                t.token,
-                t.logprob,
-                tuple((alt.token, alt.logprob) for alt in (t.top_logprobs or ())),
+    try:
+        choice = choices[0]
+        message = choice.get("message") or {}
+        text = message.get("content") or ""
+        content = (choice.get("logprobs") or {}).get("content")
+        tokens = None
+        if content:
+            tokens = tuple(
+                TokenLogprob(
+                    t["token"],
+                    float(t["logprob"]),
+                    tuple((alt["token"], float(alt["logprob"])) for alt in (t.get("top_logprobs") or ())),
+                )
+                for t in content
             )
-            for t in lp.content
-        )
-    usage = Usage()
-    if resp.usage is not None:
+        used = resp.get("usage") or {}
         usage = Usage(
-            prompt_tokens=resp.usage.prompt_tokens or 0,
-            completion_tokens=resp.usage.completion_tokens or 0,
+            prompt_tokens=int(used.get("prompt_tokens") or 0), completion_tokens=int(used.get("completion_tokens") or 0)
         )
+        if not isinstance(text, str):
+            raise TypeError("content is not text")
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise BackendError(f"malformed response from {model}: {type(exc).__name__}: {exc}", attempts=attempts) from None
     return GenerateResult(
         text=text,
-        model=resp.model or model,
+        model=resp.get("model") or model,
         usage=usage,
         tokens=tokens,
-        finish_reason=choice.finish_reason,
+        finish_reason=choice.get("finish_reason"),
         attempts=attempts,
         latency_s=latency,
     )
