@@ -48,7 +48,10 @@ def _langsmith_on() -> bool:
     # tracing_v2_enabled() context) say cheaply whether it can be true at all.
     if tracing_v2_callback_var.get() is not None:
         return True
-    return _env_may_trace() and bool(_tracing_v2_is_enabled())
+    # "local" (langsmith.evaluate(upload_runs=False) around its evaluators)
+    # keeps runs in the process; a LangChain tracer opened here would post
+    # them to the endpoint all the same, so a judge opens none.
+    return _env_may_trace() and _tracing_v2_is_enabled() is True
 
 
 def tracing_active(config: RunnableConfig | None = None) -> bool:

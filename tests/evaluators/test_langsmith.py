@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -179,3 +180,69 @@ def test_comparative_failure_scores_none(loopback: type) -> None:
         out = ComparisonEvaluationResult(**fn([a, b], _examples()[0]))
     assert set(out.scores.values()) == {None}
     assert str(out.comment).startswith("[unparsed]")
+
+
+# With tracing switched on in the environment (a LangSmith user's usual set-up),
+# upload_runs=False must still mean nothing leaves the process.
+
+
+@pytest.fixture
+def tracing_on(langsmith_sink: list[Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    from langsmith.utils import get_env_var
+
+    monkeypatch.setenv("LANGSMITH_TRACING", "true")
+    get_env_var.cache_clear()  # LangSmith caches what it read of the environment
+    try:
+        yield langsmith_sink
+    finally:
+        monkeypatch.setenv("LANGSMITH_TRACING", "false")
+        get_env_var.cache_clear()
+
+
+def _wait_for_uploads() -> None:
+    """Tracers upload from a background thread: let them finish before looking at the sink."""
+    from langchain_core.tracers.langchain import wait_for_all_tracers
+
+    wait_for_all_tracers()
+
+
+def test_evaluate_offline_with_tracing_on_sends_nothing(tracing_on: list[Any], loopback: type) -> None:
+    # The judge's own runs (its chain run and the model call under it) are
+    # what judgegraph controls. (A LangChain Runnable *target* is traced by
+    # langchain-core in LangSmith's "local" mode and uploaded regardless; the
+    # README says so.)
+    with loopback(_grader) as server:
+        backend = OpenAIBackend("grader", base_url=server.url + "/v1", api_key="x", structured_output=False)
+        ev = as_evaluator(PointwiseJudge(backend), inputs=MAPPING, key="capital")
+        results = langsmith.evaluate(
+            _target, data=_examples(), evaluators=[ev], upload_runs=False, client=offline_client()
+        )
+        rows = list(results)
+    _wait_for_uploads()
+    _check(_by_country(rows))
+    assert tracing_on == []
+
+
+def test_the_sink_sees_a_traced_judge_call_with_tracing_on(tracing_on: list[Any], loopback: type) -> None:
+    """So the emptiness above means something: outside evaluate, tracing on uploads the judge's runs."""
+    with loopback(_grader) as server:
+        backend = OpenAIBackend("grader", base_url=server.url + "/v1", api_key="x", structured_output=False)
+        verdict = PointwiseJudge(backend).invoke(
+            {"instruction": "What is the capital of France?", "response": "Paris", "reference": "Paris"}
+        )
+    _wait_for_uploads()
+    assert verdict.score == 5
+    assert any(path.startswith("/runs") for _, path in tracing_on)
+
+
+async def test_aevaluate_offline_with_tracing_on_sends_nothing(tracing_on: list[Any], loopback: type) -> None:
+    with loopback(_grader) as server:
+        backend = OpenAIBackend("grader", base_url=server.url + "/v1", api_key="x", structured_output=False)
+        ev = as_async_evaluator(PointwiseJudge(backend), inputs=MAPPING, key="capital")
+        results = await langsmith.aevaluate(
+            _atarget, data=_examples(), evaluators=[ev], upload_runs=False, client=offline_client()
+        )
+        rows = [row async for row in results]
+    _wait_for_uploads()
+    _check(_by_country(rows))
+    assert tracing_on == []
