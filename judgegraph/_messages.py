@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["check_tool_links", "normalize_messages"]
+__all__ = ["check_tool_links", "last_exchange", "message_text", "normalize_messages"]
 
 _ROLES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant", "system": "system"}
 _ROLES |= {"developer": "system", "tool": "tool", "function": "tool"}
@@ -38,6 +38,38 @@ def normalize_messages(value: Any, *, field: str = "messages") -> Any:
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
         return value
     return [_one(m, f"{field}[{i}]") for i, m in enumerate(value)]
+
+
+def message_text(value: Any, *, field: str) -> Any:
+    """A single message (an ``AIMessage``, a message dict) as its text; anything else as is."""
+    if isinstance(value, str) or not (isinstance(value, Mapping) or hasattr(value, "content")):
+        return value
+    if isinstance(value, Mapping) and "messages" in value:
+        return value  # a state: last_exchange reads it
+    return _one(value, field)["content"]
+
+
+def last_exchange(value: Any, *, field: str = "messages") -> tuple[str, str, list[dict[str, Any]]]:
+    """The exchange a single-answer judge grades in a conversation: the text of
+    its last assistant message, the last user message before it, and the turns
+    before that. ValueError, naming the message, when there is no such pair."""
+    messages = normalize_messages(value, field=field)
+    if not isinstance(messages, list) or not messages:
+        raise ValueError(f"{field}: expected a non-empty list of messages or a state holding one")
+    check_tool_links(messages, field=field)
+    last = len(messages) - 1
+    answer = messages[last]
+    if answer.get("role") != "assistant":
+        raise ValueError(f"{field}[{last}]: the last message is a {answer.get('role')} message, not an answer to judge")
+    if not answer.get("content", "").strip():
+        what = "only tool calls" if answer.get("tool_calls") else "no text"
+        raise ValueError(
+            f"{field}[{last}].content: the last answer has {what}; judge an agent run with a trajectory judge"
+        )
+    for i in range(last - 1, -1, -1):
+        if messages[i].get("role") == "user" and messages[i].get("content", "").strip():
+            return messages[i]["content"], answer["content"], messages[:i]
+    raise ValueError(f"{field}: no user message before the answer at [{last}]")
 
 
 def check_tool_links(messages: Sequence[Mapping[str, Any]], *, field: str = "messages") -> None:

@@ -18,6 +18,8 @@ from judgegraph.backends import Backend, run_sync
 from judgegraph.types import JudgeInputError, Status
 from judgegraph.types import worst_status as worst
 
+from ._from_messages import from_chat_state
+
 __all__ = [
     "CONTEXT_CONFIG_KEY",
     "Judge",
@@ -45,6 +47,10 @@ def coerce_input(model: type[InT], value: Any, *, where: str = "") -> InT:
         return value
     if isinstance(value, BaseModel):
         value = value.model_dump()
+    try:
+        value = from_chat_state(model, value)
+    except ValueError as exc:
+        raise JudgeInputError(f"{where}invalid {model.__name__}: {exc}") from None
     if not isinstance(value, Mapping):
         raise JudgeInputError(f"{where}expected a {model.__name__} or a mapping, got {type(value).__name__}")
     try:
