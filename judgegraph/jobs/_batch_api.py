@@ -40,6 +40,11 @@ class BatchOptions(BaseModel):
     max_rounds: int = Field(default=3, ge=1)
     batch_discount: float = Field(default=0.5, gt=0, le=1)
     completion_window: str = "24h"
+    models: tuple[str, ...] | None = Field(
+        default=None,
+        description="only backends serving these models go through the batch API (default: every OpenAI backend);"
+        " the others, e.g. a cascade's local tier, run live",
+    )
 
 
 def request_key(body: dict[str, Any]) -> str:
