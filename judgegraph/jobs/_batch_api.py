@@ -221,17 +221,24 @@ class BatchSettler:
     async def _aread(self, r: BatchRow) -> None:
         self._read.add(r.local_key)
         seen: set[str] = set()
+        unreadable = 0
         for fid in (r.output_file_id, r.error_file_id):
             if fid is None:
                 continue
             content = await self.client.files.content(fid)
-            for line in content.content.decode().splitlines():
+            for line in content.content.decode(errors="replace").splitlines():
                 if line.strip():
-                    seen.add(self._take_line(line))
+                    key = self._take_line(line)
+                    seen.add(key)
+                    unreadable += not key
         why = f"batch {r.batch_id} {r.state}" + (f": {r.reason}" if r.reason else "")
+        if r.state == "completed":
+            why = f"missing from the output of batch {r.batch_id}"
+            if unreadable:  # the line that carried it could not be read: its request goes again
+                why += f" ({unreadable} output line{'s' if unreadable > 1 else ''} unreadable: bad JSON or no custom_id)"
         for k in r.custom_ids:
             if k not in seen and k not in self.book.answers:
-                self._fail(k, why if r.state != "completed" else f"missing from the output of batch {r.batch_id}")
+                self._fail(k, why)
 
     def _take_line(self, line: str) -> str:
         from openai.types.chat import ChatCompletion
@@ -240,10 +247,13 @@ class BatchSettler:
 
         try:
             rec = json.loads(line)
-            key = str(rec["custom_id"])
+            key = rec["custom_id"]
         except (ValueError, KeyError, TypeError):
             return ""
-        resp = rec.get("response") or {}
+        if not isinstance(key, str) or not key:
+            return ""
+        resp = rec.get("response")
+        resp = resp if isinstance(resp, dict) else {}
         status = resp.get("status_code")
         body = resp.get("body") or {}
         if status == 200:
@@ -253,6 +263,7 @@ class BatchSettler:
                 self._fail(key, f"malformed batch output line: {type(exc).__name__}")
             return key
         err = (rec.get("error") or body.get("error") or {}) if isinstance(body, dict) else {}
+        err = err if isinstance(err, dict) else {"message": str(err)}
         self._fail(key, f"batch request failed: HTTP {status}: {err.get('message', 'no message')}")
         return key
 

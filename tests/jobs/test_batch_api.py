@@ -143,6 +143,52 @@ async def test_failed_or_expired_batch_is_an_error_per_item(tmp_path: Path, faul
         assert status == "error" and winner is None and word in reason
 
 
+async def test_slow_finalisation_is_waited_for(tmp_path: Path) -> None:
+    src = _items(tmp_path / "items.jsonl", 4)
+    with LoopbackServer(Judge()) as server:
+        api = BatchAPI.attach(server, complete_after_polls=1, finalize_polls=3)
+        s = await arun_spec(
+            _spec(src, server.url), store=tmp_path / "s.db", run_id="r", batch_api=True, batch_options=FAST
+        )
+    assert s.ok == 4 and s.errors == 0
+    # One batch, polled through in_progress, three polls of finalizing, then completed; nothing resubmitted.
+    assert api.batches_created == 1 and api.requests_billed == 8
+    assert [b.polls for b in api.batches.values()] == [5]
+
+
+@pytest.mark.parametrize("broken", ["json", "custom_id"])
+@pytest.mark.parametrize("persistent", [False, True])
+async def test_malformed_output_line_resubmits_that_request_only(
+    tmp_path: Path, broken: str, persistent: bool
+) -> None:
+    """Item 2's output lines are unreadable (cut-off JSON, or no custom_id): its
+    requests go into a follow-up batch; the other items are stored from the first."""
+    src = _items(tmp_path / "items.jsonl", 4)
+    spoiled: set[str] = set()
+
+    def malformed(cid: str, body: dict[str, Any]) -> str | None:
+        if "item-002" not in json.dumps(body) or (cid in spoiled and not persistent):
+            return None
+        spoiled.add(cid)
+        return broken
+
+    with LoopbackServer(Judge()) as server:
+        api = BatchAPI.attach(server, malformed=malformed)  # type: ignore[arg-type]
+        s = await arun_spec(
+            _spec(src, server.url), store=tmp_path / "s.db", run_id="r", batch_api=True, batch_options=FAST
+        )
+    v = _verdicts(tmp_path / "s.db", "r")
+    assert all(v[i][0] == "ok" for i in (0, 1, 3))
+    assert api.batches_created == 2  # the first, and item 2's two requests again (max_resubmits=1)
+    assert len(spoiled) == 2 and all(api.billed[c] == 2 for c in spoiled)  # the provider bills unreadable lines
+    assert api.requests_billed == 10
+    if persistent:
+        assert (s.ok, s.errors) == (3, 1)
+        assert v[2][0] == "error" and "output line" in v[2][5] and "unreadable" in v[2][5]
+    else:
+        assert s.ok == 4 and v[2][:2] == ("ok", "A")
+
+
 def test_sigkill_during_polling_then_resume_creates_no_batch_twice(tmp_path: Path) -> None:
     src = _items(tmp_path / "items.jsonl", 4)
     db = tmp_path / "s.db"
