@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult
 from judgegraph.judges import Judge
-from judgegraph.types import Usage
+from judgegraph.types import Pricing, Usage
 
 from ._batch_api import AnswerBackend, AnswerBook, BatchOptions, BatchSettler, misses_var
 from ._batch_store import BatchTable
@@ -99,7 +99,10 @@ class _NotRun:
     """A local backend in a dry run: not run, so its items count as escalated (an upper bound)."""
 
     def __init__(self, inner: Backend) -> None:
-        self.name, self.model, self.capabilities, self.pricing = inner.name, inner.model, inner.capabilities, None
+        self.name: str = inner.name
+        self.model: str = inner.model
+        self.capabilities = inner.capabilities
+        self.pricing: Pricing | None = None
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         raise BackendError("dry run: the local tier is not run")
@@ -192,9 +195,7 @@ def _client_of(backends: list[Backend], batched: Callable[[Backend], bool]) -> A
     remote = [b for b in backends if batched(b)]
     if not remote:
         names = ", ".join(sorted({type(b).__name__ for b in backends})) or "none"
-        raise TypeError(
-            f"the batch API needs an OpenAI backend (got {names}); pass client= to use another"
-        )
+        raise TypeError(f"the batch API needs an OpenAI backend (got {names}); pass client= to use another")
     endpoints = {getattr(b, "endpoint", None) for b in remote}
     if len(endpoints) > 1:
         raise ValueError(
@@ -253,7 +254,12 @@ async def arun_batch_job(
             book = AnswerBook()
             memo: dict[str, GenerateResult | BackendError] = {}
             ctx, bjudge = _wrap(
-                judge, context, book, opt.batch_discount, batched, lambda b: LiveOnce(b, memo)  # type: ignore[arg-type]
+                judge,
+                context,
+                book,
+                opt.batch_discount,
+                batched,
+                lambda b: LiveOnce(b, memo),
             )
             settler = BatchSettler(client, table, chash, book, opt)
             for round_ in range(opt.max_rounds + 1):
@@ -320,7 +326,7 @@ async def aestimate_batch_job(
     batched = _batchable(opt, False, backends)
     if not any(batched(b) for b in backends):
         batched = _batchable(opt, True, backends)
-    ctx, bjudge = _wrap(judge, context, book, 1.0, batched, _NotRun)  # type: ignore[arg-type]
+    ctx, bjudge = _wrap(judge, context, book, 1.0, batched, _NotRun)
     await _apass(bjudge, ctx, todo, chash, 256)
     prices = {b.model: b.pricing for b in backends if batched(b)}
     prompt = completion = 0
@@ -329,8 +335,10 @@ async def aestimate_batch_job(
         p = sum(len(str(m.get("content", ""))) for m in body["messages"]) // 4
         c = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
         prompt, completion = prompt + p, completion + c
-        pricing = prices.get(body.get("model"))
-        live = live + pricing.cost(Usage(prompt_tokens=p, completion_tokens=c)) if pricing and live is not None else None
+        pricing = prices.get(str(body.get("model")))
+        live = (
+            live + pricing.cost(Usage(prompt_tokens=p, completion_tokens=c)) if pricing and live is not None else None
+        )
     if not book.pending and not any(b.pricing for b in backends if batched(b)):
         live = None
     return BatchEstimate(

@@ -235,7 +235,9 @@ class BatchSettler:
         if r.state == "completed":
             why = f"missing from the output of batch {r.batch_id}"
             if unreadable:  # the line that carried it could not be read: its request goes again
-                why += f" ({unreadable} output line{'s' if unreadable > 1 else ''} unreadable: bad JSON or no custom_id)"
+                why += (
+                    f" ({unreadable} output line{'s' if unreadable > 1 else ''} unreadable: bad JSON or no custom_id)"
+                )
         for k in r.custom_ids:
             if k not in seen and k not in self.book.answers:
                 self._fail(k, why)

@@ -152,13 +152,22 @@ def eval_command(
     ray_actors: Annotated[int, typer.Option(help="Judge actors (ray engine).")] = 2,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     batch_api: Annotated[
-        bool, typer.Option("--batch-api", help="Send the model calls through the provider's batch API (OpenAI).")
-    ] = False,
+        bool | None,
+        typer.Option(
+            "--batch-api/--no-batch-api",
+            help="Send the model calls through the provider's batch API (OpenAI), or live"
+            " (default: as the spec's batch_api says; live without one).",
+        ),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the requests, tokens and cost (live and batch); send nothing.")
     ] = False,
-    batch_discount: Annotated[float, typer.Option(help="Batch price as a share of the live price.")] = 0.5,
-    poll_interval: Annotated[float, typer.Option(help="Batch API: first wait between polls (s).")] = 5.0,
+    batch_discount: Annotated[
+        float | None, typer.Option(help="Batch price as a share of the live price [default: 0.5].")
+    ] = None,
+    poll_interval: Annotated[
+        float | None, typer.Option(help="Batch API: first wait between polls (s) [default: 5].")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     allow_failures: Annotated[
         bool, typer.Option("--allow-failures", help="Exit 0 even when rows are unparsed, errored or invalid.")
@@ -236,7 +245,15 @@ def eval_command(
 
     from ._batch import BatchOptions
 
-    batch_options = BatchOptions(batch_discount=batch_discount, poll_initial_s=poll_interval)
+    given = {"batch_discount": batch_discount, "poll_initial_s": poll_interval}
+    try:  # the spec's options, with what the command line gives instead
+        batch_options = BatchOptions.model_validate(
+            {**(spec.batch_api or BatchOptions()).model_dump(), **{k: v for k, v in given.items() if v is not None}}
+        )
+    except ValidationError as exc:
+        raise _fail(console, f"invalid batch option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
+    if batch_api is None:
+        batch_api = spec.batch_api is not None
     if dry_run:
         from ._batch_cli import dry_run as _dry_run
 

@@ -158,9 +158,7 @@ async def test_slow_finalisation_is_waited_for(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("broken", ["json", "custom_id"])
 @pytest.mark.parametrize("persistent", [False, True])
-async def test_malformed_output_line_resubmits_that_request_only(
-    tmp_path: Path, broken: str, persistent: bool
-) -> None:
+async def test_malformed_output_line_resubmits_that_request_only(tmp_path: Path, broken: str, persistent: bool) -> None:
     """Item 2's output lines are unreadable (cut-off JSON, or no custom_id): its
     requests go into a follow-up batch; the other items are stored from the first."""
     src = _items(tmp_path / "items.jsonl", 4)
@@ -187,6 +185,54 @@ async def test_malformed_output_line_resubmits_that_request_only(
         assert v[2][0] == "error" and "output line" in v[2][5] and "unreadable" in v[2][5]
     else:
         assert s.ok == 4 and v[2][:2] == ("ok", "A")
+
+
+async def test_spec_asks_for_the_batch_api(tmp_path: Path) -> None:
+    src = _items(tmp_path / "items.jsonl", 3)
+    with LoopbackServer(Judge()) as server:
+        api = BatchAPI.attach(server)
+        spec = _spec(src, server.url).model_copy(update={"batch_api": FAST})
+        s = await arun_spec(spec, store=tmp_path / "s.db", run_id="r")  # the spec's batch_api is honoured
+        assert s.engine == "batch" and s.ok == 3 and api.batches_created == 1
+        assert server.calls["/v1/chat/completions"] == 0
+        live = await arun_spec(spec, store=tmp_path / "live.db", run_id="r", batch_api=False)  # the caller overrides
+        assert live.engine == "local" and server.calls["/v1/chat/completions"] == 6 and api.batches_created == 1
+
+
+def test_cli_spec_batch_api_and_the_flag_that_overrides_it(tmp_path: Path) -> None:
+    src = _items(tmp_path / "items.jsonl", 2)
+    with LoopbackServer(Judge()) as server:
+        api = BatchAPI.attach(server)
+        spec = _spec(src, server.url).model_dump(mode="json")
+        spec["batch_api"] = {"poll_initial_s": 0.01, "poll_max_s": 0.05, "batch_discount": 0.4}
+        path = tmp_path / "job.json"
+        path.write_text(json.dumps(spec))
+        base = [sys.executable, "-m", "judgegraph.jobs.cli", "eval", "--spec", str(path), "--no-progress", "--json"]
+        done = subprocess.run(
+            [*base, "--store", str(tmp_path / "a.db")],
+            env=dict(os.environ),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert json.loads(done.stdout)["engine"] == "batch" and api.batches_created == 1
+        assert server.calls["/v1/chat/completions"] == 0
+        cmd = [*base, "--store", str(tmp_path / "b.db"), "--no-batch-api"]
+        done = subprocess.run(cmd, env=dict(os.environ), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert json.loads(done.stdout)["engine"] == "local" and server.calls["/v1/chat/completions"] == 4
+        assert api.batches_created == 1
+        dry = subprocess.run(
+            [*base, "--store", str(tmp_path / "c.db"), "--dry-run"],
+            env=dict(os.environ),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert dry.returncode == 0, dry.stderr[-2000:]
+        est = json.loads(dry.stdout)
+        assert est["batch_cost_usd"] == pytest.approx(est["live_cost_usd"] * 0.4)  # the spec's discount
 
 
 def test_sigkill_during_polling_then_resume_creates_no_batch_twice(tmp_path: Path) -> None:

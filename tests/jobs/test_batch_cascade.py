@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_batch_api import FAST, Judge, _items, _verdicts
 
 from judgegraph import GenerateRequest, OpenAIBackend, PairwiseJudge, Pricing, RetryPolicy, ScriptedBackend
 from judgegraph.cascade import Budget, ScoreMargin, SwapInconsistency, Tier, create_cascade_judge
-from judgegraph.jobs import BatchOptions, SourceConfig, aestimate_batch_job, arun_job
+from judgegraph.jobs import SourceConfig, aestimate_batch_job, arun_job
 from judgegraph.testing import LoopbackServer
 from judgegraph.testing_batch import BatchAPI
-
-from test_batch_api import FAST, Judge, _items, _verdicts
 
 ITEM = re.compile(r"item-(\d+)")
 ESCALATED = {1, 5, 6, 7}  # the local tier's two orders disagree on these
@@ -60,7 +59,9 @@ def _tiers(db: Path) -> dict[int, list[str]]:
     from judgegraph.jobs import Store
 
     with Store(db) as st:
-        return {r.row: [t["judge"] for t in r.result["tiers"]] for r in st.rows("r") if r.result and "tiers" in r.result}
+        return {
+            r.row: [t["judge"] for t in r.result["tiers"]] for r in st.rows("r") if r.result and "tiers" in r.result
+        }
 
 
 def _inputs(api: BatchAPI) -> list[dict[str, Any]]:
@@ -78,7 +79,9 @@ async def test_cascade_batches_only_escalated_items_and_matches_live(tmp_path: P
     src = SourceConfig(path=str(_items(tmp_path / "items.jsonl", 10)), fields=SOURCE_FIELDS)
     with LoopbackServer(Judge()) as server:
         live_local: list[int] = []
-        live = await arun_job(src, judge=_cascade(server.url, live_local), kind="pairwise", store=tmp_path / "live.db", run_id="r")
+        live = await arun_job(
+            src, judge=_cascade(server.url, live_local), kind="pairwise", store=tmp_path / "live.db", run_id="r"
+        )
         live_calls = server.calls["/v1/chat/completions"]
         assert live_calls == 2 * len(ESCALATED) + 2  # both orders per escalated item, item 5's two repairs
 
@@ -122,8 +125,11 @@ async def test_dry_run_of_a_cascade_counts_every_item_escalated(tmp_path: Path) 
         est = await aestimate_batch_job(src, judge=_cascade(server.url, local), kind="pairwise")
         assert server.calls["/v1/chat/completions"] == 0
     assert local == []  # the local tier is not run in a dry run
-    assert est.items == 4 and est.requests == 8 and est.live_cost_usd and est.batch_cost_usd == pytest.approx(
-        est.live_cost_usd * 0.5
+    assert (
+        est.items == 4
+        and est.requests == 8
+        and est.live_cost_usd
+        and est.batch_cost_usd == pytest.approx(est.live_cost_usd * 0.5)
     )
 
 
