@@ -261,7 +261,12 @@ async def arun_batch_job(
                 batched,
                 lambda b: LiveOnce(b, memo),
             )
-            settler = BatchSettler(client, table, chash, book, opt)
+
+            def on_states(batches: dict[str, int], requests: dict[str, int]) -> None:
+                rec.progress.batches, rec.progress.batch_requests = batches, requests
+                rec._tick()
+
+            settler = BatchSettler(client, table, chash, book, opt, on_states=on_states)
             for round_ in range(opt.max_rounds + 1):
                 book.closed = round_ == opt.max_rounds
                 wanted: set[str] = set()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,17 +111,43 @@ class BatchSettler:
     already in the store, polls open ones, downloads finished ones, and
     creates batches only for keys no live or finished batch holds."""
 
-    def __init__(self, client: Any, table: BatchTable, config_hash: str, book: AnswerBook, options: BatchOptions):
+    def __init__(
+        self,
+        client: Any,
+        table: BatchTable,
+        config_hash: str,
+        book: AnswerBook,
+        options: BatchOptions,
+        on_states: Callable[[dict[str, int], dict[str, int]], None] | None = None,
+    ):
         self.client, self.table, self.chash, self.book, self.opt = client, table, config_hash, book, options
+        self.on_states = on_states  # (batches by state, requests by state), after every change
+        self._last: tuple[Any, ...] | None = None
         self._read: set[str] = set()  # local keys whose results are in the book
         self._tries: dict[str, int] = {}  # key -> failed attempts seen
         self._reasons: dict[str, str] = {}
 
+    def report(self, rows: list[BatchRow] | None = None) -> None:
+        """Tell ``on_states`` the batches' states, when they changed."""
+        if self.on_states is None:
+            return
+        batches: dict[str, int] = {}
+        requests: dict[str, int] = {}
+        for r in rows if rows is not None else self.table.rows(self.chash):
+            batches[r.state] = batches.get(r.state, 0) + 1
+            requests[r.state] = requests.get(r.state, 0) + len(r.custom_ids)
+        now = (tuple(sorted(batches.items())), tuple(sorted(requests.items())))
+        if now != self._last:
+            self._last = now
+            self.on_states(batches, requests)
+
     async def asettle(self, wanted: set[str]) -> None:
         while True:
             rows = self.table.rows(self.chash)
+            self.report(rows)
             await self._adopt_unsent(rows)
             rows = self.table.rows(self.chash)
+            self.report(rows)
             await self._apoll([r for r in rows if r.batch_id and r.state not in TERMINAL])
             for r in self.table.rows(self.chash):
                 if r.state in TERMINAL and r.local_key not in self._read:
@@ -136,6 +163,7 @@ class BatchSettler:
                     retry.append(k)
             if retry:
                 await self._asubmit(retry)
+                self.report()
 
     async def _adopt_unsent(self, rows: list[BatchRow]) -> None:
         """Rows written before a crash cut their batch's creation short: find
@@ -214,6 +242,7 @@ class BatchSettler:
                 )
                 if b.status in TERMINAL:
                     del open_[local]
+            self.report()
             if open_:
                 await asyncio.sleep(delay)
                 delay = min(delay * self.opt.poll_factor, self.opt.poll_max_s)

@@ -38,8 +38,14 @@ DEFAULT_STORE = "judgegraph.db"
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Batch evaluation jobs and their reports.")
 
 
+BATCH_STATES = ("submitting", "validating", "in_progress", "finalizing", "completed")
+BATCH_ENDS = ("failed", "expired", "cancelled")
+
+
 class _RateColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
+        if "batch" in task.fields:
+            return Text("")
         speed = task.finished_speed or task.speed
         return Text(f"{speed:,.1f} it/s" if speed else "-- it/s", style="progress.data.speed")
 
@@ -47,6 +53,8 @@ class _RateColumn(ProgressColumn):
 class _CostColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
         f = task.fields
+        if "batch" in f:
+            return Text(f"{f['batch']:,} requests", style="progress.data")
         cost = f.get("cost")
         text = f"${cost:,.4f}" if cost else f"{f.get('tokens', 0):,} tok"
         return Text(text, style="green")
@@ -55,6 +63,8 @@ class _CostColumn(ProgressColumn):
 class _ErrorColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
         f = task.fields
+        if "batch" in f:
+            return Text("")
         n = f.get("failed", 0) + f.get("invalid", 0)
         return Text(
             f"{f.get('failed', 0)} failed, {f.get('invalid', 0)} invalid", style="red" if n else "progress.data"
@@ -261,6 +271,7 @@ def eval_command(
         return
     bar = _progress(console) if progress else None
     task_id = None
+    batch_tasks: dict[str, Any] = {}
 
     def on_progress(p: JobProgress) -> None:
         if bar is not None and task_id is not None:
@@ -273,6 +284,14 @@ def eval_command(
                 failed=p.failed,
                 invalid=p.invalid,
             )
+            if p.batches:  # a bar per batch state, with the batches (and requests) in it
+                total = sum(p.batches.values())
+                shown = [*BATCH_STATES[1:], *(s for s in (*BATCH_ENDS, "submitting") if p.batches.get(s))]
+                for state in shown:
+                    if state not in batch_tasks:
+                        batch_tasks[state] = bar.add_task(f"batches {state.replace('_', ' ')}", total=total, batch=0)
+                    n = p.batches.get(state, 0)
+                    bar.update(batch_tasks[state], completed=n, total=total, batch=p.batch_requests.get(state, 0))
 
     try:
         if bar is not None:

@@ -17,7 +17,17 @@ from typing import Any
 
 import pytest
 
-from judgegraph.jobs import BackendConfig, BatchOptions, JobSpec, JudgeConfig, Limits, SourceConfig, Store, arun_spec
+from judgegraph.jobs import (
+    BackendConfig,
+    BatchOptions,
+    JobProgress,
+    JobSpec,
+    JudgeConfig,
+    Limits,
+    SourceConfig,
+    Store,
+    arun_spec,
+)
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
 from judgegraph.testing_batch import BatchAPI
 from judgegraph.types import Pricing
@@ -147,10 +157,24 @@ async def test_slow_finalisation_is_waited_for(tmp_path: Path) -> None:
     src = _items(tmp_path / "items.jsonl", 4)
     with LoopbackServer(Judge()) as server:
         api = BatchAPI.attach(server, complete_after_polls=1, finalize_polls=3)
+        seen: list[tuple[dict[str, int], dict[str, int]]] = []
+
+        def progress(p: JobProgress) -> None:
+            if p.batches and (not seen or seen[-1] != (p.batches, p.batch_requests)):
+                seen.append((dict(p.batches), dict(p.batch_requests)))
+
         s = await arun_spec(
-            _spec(src, server.url), store=tmp_path / "s.db", run_id="r", batch_api=True, batch_options=FAST
+            _spec(src, server.url),
+            store=tmp_path / "s.db",
+            run_id="r",
+            batch_api=True,
+            batch_options=FAST,
+            progress=progress,
         )
     assert s.ok == 4 and s.errors == 0
+    # The progress callback saw the batch move through every state, with its 8 requests.
+    states = ["validating", "in_progress", "finalizing", "completed"]
+    assert seen == [({st: 1}, {st: 8}) for st in states]
     # One batch, polled through in_progress, three polls of finalizing, then completed; nothing resubmitted.
     assert api.batches_created == 1 and api.requests_billed == 8
     assert [b.polls for b in api.batches.values()] == [5]
@@ -207,10 +231,10 @@ def test_cli_spec_batch_api_and_the_flag_that_overrides_it(tmp_path: Path) -> No
         spec["batch_api"] = {"poll_initial_s": 0.01, "poll_max_s": 0.05, "batch_discount": 0.4}
         path = tmp_path / "job.json"
         path.write_text(json.dumps(spec))
-        base = [sys.executable, "-m", "judgegraph.jobs.cli", "eval", "--spec", str(path), "--no-progress", "--json"]
+        base = [sys.executable, "-m", "judgegraph.jobs.cli", "eval", "--spec", str(path), "--json"]
         done = subprocess.run(
             [*base, "--store", str(tmp_path / "a.db")],
-            env=dict(os.environ),
+            env={**os.environ, "COLUMNS": "200"},
             capture_output=True,
             text=True,
             timeout=120,
@@ -218,6 +242,8 @@ def test_cli_spec_batch_api_and_the_flag_that_overrides_it(tmp_path: Path) -> No
         assert done.returncode == 0, done.stderr[-2000:]
         assert json.loads(done.stdout)["engine"] == "batch" and api.batches_created == 1
         assert server.calls["/v1/chat/completions"] == 0
+        # The progress display has a bar per batch state, with its batch and request counts.
+        assert "batches completed" in done.stderr and "1/1" in done.stderr and "4 requests" in done.stderr
         cmd = [*base, "--store", str(tmp_path / "b.db"), "--no-batch-api"]
         done = subprocess.run(cmd, env=dict(os.environ), capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
