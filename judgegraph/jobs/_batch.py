@@ -226,6 +226,12 @@ async def arun_batch_job(
 
     Rerunning the same call after an interruption (``kill -9`` included)
     picks up the batches the store records and creates none twice.
+
+    Only the backends the batch API is for are batched (see
+    :class:`BatchOptions` ``models``); a cascade's local tier runs live and
+    only its escalated items' requests go into batches. The local answers are
+    kept in memory for the job, not in the store: a resumed job runs the
+    local tier again (a deterministic local judge escalates the same items).
     """
     opt = options or BatchOptions()
     judge = _check(judge, context)
