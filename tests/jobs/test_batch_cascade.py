@@ -166,3 +166,63 @@ async def test_budget_policy_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(ValueError, match="budget policy"):
         await arun_job(src, judge=cascade, kind="pairwise", store=tmp_path / "s.db", batch_api=True)
+
+
+_CASCADE_JOB = """
+import asyncio, json, re, sys
+from judgegraph import OpenAIBackend, PairwiseJudge, Pricing, RetryPolicy, ScriptedBackend
+from judgegraph.cascade import SwapInconsistency, create_cascade_judge
+from judgegraph.jobs import BatchOptions, SourceConfig, arun_job
+
+url, src, db = sys.argv[1:4]
+def reply(req):
+    text = req.messages[-1].content
+    i = int(re.search(r"item-(\\d+)", text).group(1))
+    if i % 2:
+        return "Reasons. [SCORES] 6 5"  # inconsistent across orders: escalated
+    return "Reasons. [SCORES] 9 2" if text.index("GOOD") < text.index("BAD") else "Reasons. [SCORES] 2 9"
+local = ScriptedBackend(reply, model="local-m")
+strong = OpenAIBackend("judge-m", base_url=url + "/v1", api_key="k", structured_output=False,
+                       retry=RetryPolicy(max_attempts=1), pricing=Pricing(input_per_mtok=1.0, output_per_mtok=4.0))
+cascade = create_cascade_judge([PairwiseJudge(local, name="local"), PairwiseJudge(strong, name="strong")],
+                               escalate=SwapInconsistency())
+s = asyncio.run(arun_job(SourceConfig(path=src, fields={"instruction": "prompt", "response_a": "left",
+                         "response_b": "right"}), judge=cascade, kind="pairwise", store=db, run_id="crash",
+                         batch_api=True, batch_options=BatchOptions(poll_initial_s=0.02, poll_max_s=0.05)))
+print(s.model_dump_json())
+"""
+
+
+def test_cascade_sigkill_during_polling_then_resume_bills_nothing_twice(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    src = _items(tmp_path / "items.jsonl", 4)  # items 1 and 3 escalate
+    script = tmp_path / "job.py"
+    script.write_text(_CASCADE_JOB)
+    db = tmp_path / "s.db"
+    with LoopbackServer(Judge()) as server:
+        api = BatchAPI.attach(server, complete_after_polls=10_000)  # held in progress until released
+        cmd = [sys.executable, str(script), server.url, str(src), str(db)]
+        env = {**os.environ, "OPENAI_API_KEY": "not-a-real-key"}
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while api.polls < 3:
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+            assert time.monotonic() < deadline, "the batch job never polled"
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert api.batches_created == 1 and api.requests_billed == 0
+        api.complete_after_polls = 0
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    # The local tier's own verdicts (items 0 and 2) were stored before the kill; the rerun judged
+    # only the two escalated items, escalated them again and adopted the batch in flight.
+    assert (summary["cached"], summary["ok"], summary["errors"], summary["resumed"]) == (2, 2, 0, True)
+    assert api.batches_created == 1 and api.requests_billed == 4 and max(api.billed.values()) == 1
+    assert server.calls["/v1/chat/completions"] == 0
