@@ -9,7 +9,10 @@ reply. Faults are stated up front::
 
 ``fail`` and ``expire`` name batches by the order they were created (1-based).
 ``request_error`` may return ``(status, message)`` for a request line to
-answer it with an error instead. The counts (``batches_created``,
+answer it with an error instead. ``finalize_polls`` keeps a finished batch
+``finalizing`` for that many more polls. ``malformed`` may return ``"json"``
+(the output line is cut short: unreadable JSON) or ``"custom_id"`` (the line
+has no custom_id) for a request line, to corrupt its line in the output file. The counts (``batches_created``,
 ``billed`` per custom_id) are what tests check "never billed twice" against.
 """
 
@@ -23,13 +26,14 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .testing import Fault, LoopbackRequest, LoopbackServer
 
 __all__ = ["BatchAPI"]
 
 RequestError = Callable[[str, dict[str, Any]], "tuple[int, str] | None"]
+Malformed = Callable[[str, dict[str, Any]], "Literal['json', 'custom_id'] | None"]
 
 
 @dataclass
@@ -71,8 +75,12 @@ class BatchAPI:
         fail: Container[int] = (),
         expire: Container[int] = (),
         request_error: RequestError | None = None,
+        finalize_polls: int = 0,
+        malformed: Malformed | None = None,
     ) -> None:
         self.server = server
+        self.finalize_polls = finalize_polls
+        self.malformed = malformed
         self.complete_after_polls = complete_after_polls
         self.fail = fail
         self.expire = expire
@@ -94,9 +102,17 @@ class BatchAPI:
         fail: Container[int] = (),
         expire: Container[int] = (),
         request_error: RequestError | None = None,
+        finalize_polls: int = 0,
+        malformed: Malformed | None = None,
     ) -> BatchAPI:
         api = cls(
-            server, complete_after_polls=complete_after_polls, fail=fail, expire=expire, request_error=request_error
+            server,
+            complete_after_polls=complete_after_polls,
+            fail=fail,
+            expire=expire,
+            request_error=request_error,
+            finalize_polls=finalize_polls,
+            malformed=malformed,
         )
         server.batches = api
         return api
@@ -191,6 +207,9 @@ class BatchAPI:
         if batch.ordinal in self.expire:
             batch.status = "expired"
             return
+        if batch.polls <= self.complete_after_polls + self.finalize_polls:
+            batch.status = "finalizing"
+            return
         self._complete(batch)
 
     def _complete(self, batch: _Batch) -> None:
@@ -201,7 +220,13 @@ class BatchAPI:
             cid, body = str(rec["custom_id"]), dict(rec["body"])
             status, payload = self._answer(cid, body)
             row = {"id": f"batch_req_{n}", "custom_id": cid, "response": {"status_code": status, "body": payload}}
-            (out if status == 200 else err).append(json.dumps({**row, "error": None}))
+            text = json.dumps({**row, "error": None})
+            broken = self.malformed(cid, body) if self.malformed else None
+            if broken == "json":
+                text = text[: len(text) // 2]
+            elif broken == "custom_id":
+                text = json.dumps({k: v for k, v in {**row, "error": None}.items() if k != "custom_id"})
+            (out if status == 200 else err).append(text)
         batch.counts.update(completed=len(out), failed=len(err))
         for lines, attr in ((out, "output_file_id"), (err, "error_file_id")):
             if lines:

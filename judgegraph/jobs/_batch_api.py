@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,11 @@ class BatchOptions(BaseModel):
     max_rounds: int = Field(default=3, ge=1)
     batch_discount: float = Field(default=0.5, gt=0, le=1)
     completion_window: str = "24h"
+    models: tuple[str, ...] | None = Field(
+        default=None,
+        description="only backends serving these models go through the batch API (default: every OpenAI backend);"
+        " the others, e.g. a cascade's local tier, run live",
+    )
 
 
 def request_key(body: dict[str, Any]) -> str:
@@ -105,17 +111,43 @@ class BatchSettler:
     already in the store, polls open ones, downloads finished ones, and
     creates batches only for keys no live or finished batch holds."""
 
-    def __init__(self, client: Any, table: BatchTable, config_hash: str, book: AnswerBook, options: BatchOptions):
+    def __init__(
+        self,
+        client: Any,
+        table: BatchTable,
+        config_hash: str,
+        book: AnswerBook,
+        options: BatchOptions,
+        on_states: Callable[[dict[str, int], dict[str, int]], None] | None = None,
+    ):
         self.client, self.table, self.chash, self.book, self.opt = client, table, config_hash, book, options
+        self.on_states = on_states  # (batches by state, requests by state), after every change
+        self._last: tuple[Any, ...] | None = None
         self._read: set[str] = set()  # local keys whose results are in the book
         self._tries: dict[str, int] = {}  # key -> failed attempts seen
         self._reasons: dict[str, str] = {}
 
+    def report(self, rows: list[BatchRow] | None = None) -> None:
+        """Tell ``on_states`` the batches' states, when they changed."""
+        if self.on_states is None:
+            return
+        batches: dict[str, int] = {}
+        requests: dict[str, int] = {}
+        for r in rows if rows is not None else self.table.rows(self.chash):
+            batches[r.state] = batches.get(r.state, 0) + 1
+            requests[r.state] = requests.get(r.state, 0) + len(r.custom_ids)
+        now = (tuple(sorted(batches.items())), tuple(sorted(requests.items())))
+        if now != self._last:
+            self._last = now
+            self.on_states(batches, requests)
+
     async def asettle(self, wanted: set[str]) -> None:
         while True:
             rows = self.table.rows(self.chash)
+            self.report(rows)
             await self._adopt_unsent(rows)
             rows = self.table.rows(self.chash)
+            self.report(rows)
             await self._apoll([r for r in rows if r.batch_id and r.state not in TERMINAL])
             for r in self.table.rows(self.chash):
                 if r.state in TERMINAL and r.local_key not in self._read:
@@ -131,6 +163,7 @@ class BatchSettler:
                     retry.append(k)
             if retry:
                 await self._asubmit(retry)
+                self.report()
 
     async def _adopt_unsent(self, rows: list[BatchRow]) -> None:
         """Rows written before a crash cut their batch's creation short: find
@@ -209,6 +242,7 @@ class BatchSettler:
                 )
                 if b.status in TERMINAL:
                     del open_[local]
+            self.report()
             if open_:
                 await asyncio.sleep(delay)
                 delay = min(delay * self.opt.poll_factor, self.opt.poll_max_s)
@@ -216,17 +250,26 @@ class BatchSettler:
     async def _aread(self, r: BatchRow) -> None:
         self._read.add(r.local_key)
         seen: set[str] = set()
+        unreadable = 0
         for fid in (r.output_file_id, r.error_file_id):
             if fid is None:
                 continue
             content = await self.client.files.content(fid)
-            for line in content.content.decode().splitlines():
+            for line in content.content.decode(errors="replace").splitlines():
                 if line.strip():
-                    seen.add(self._take_line(line))
+                    key = self._take_line(line)
+                    seen.add(key)
+                    unreadable += not key
         why = f"batch {r.batch_id} {r.state}" + (f": {r.reason}" if r.reason else "")
+        if r.state == "completed":
+            why = f"missing from the output of batch {r.batch_id}"
+            if unreadable:  # the line that carried it could not be read: its request goes again
+                why += (
+                    f" ({unreadable} output line{'s' if unreadable > 1 else ''} unreadable: bad JSON or no custom_id)"
+                )
         for k in r.custom_ids:
             if k not in seen and k not in self.book.answers:
-                self._fail(k, why if r.state != "completed" else f"missing from the output of batch {r.batch_id}")
+                self._fail(k, why)
 
     def _take_line(self, line: str) -> str:
         from openai.types.chat import ChatCompletion
@@ -235,10 +278,13 @@ class BatchSettler:
 
         try:
             rec = json.loads(line)
-            key = str(rec["custom_id"])
+            key = rec["custom_id"]
         except (ValueError, KeyError, TypeError):
             return ""
-        resp = rec.get("response") or {}
+        if not isinstance(key, str) or not key:
+            return ""
+        resp = rec.get("response")
+        resp = resp if isinstance(resp, dict) else {}
         status = resp.get("status_code")
         body = resp.get("body") or {}
         if status == 200:
@@ -248,6 +294,7 @@ class BatchSettler:
                 self._fail(key, f"malformed batch output line: {type(exc).__name__}")
             return key
         err = (rec.get("error") or body.get("error") or {}) if isinstance(body, dict) else {}
+        err = err if isinstance(err, dict) else {"message": str(err)}
         self._fail(key, f"batch request failed: HTTP {status}: {err.get('message', 'no message')}")
         return key
 

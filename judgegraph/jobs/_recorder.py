@@ -31,6 +31,10 @@ class JobProgress:
     priced: bool = True  # False once an item judged now came back without a price
     tokens: int = 0
     requests: int = 0  # model calls made for the items judged now, retries and repairs included
+    # A --batch-api run's provider batches by state (validating, in_progress, finalizing, completed,
+    # failed, expired, cancelled; submitting while one is being created), with the requests they carry.
+    batches: dict[str, int] = field(default_factory=dict)
+    batch_requests: dict[str, int] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
 
     @property

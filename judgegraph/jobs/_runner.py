@@ -357,12 +357,20 @@ async def arun_spec(
     rerun_failed: bool = False,
     progress: ProgressCallback | None = None,
     backend: Backend | None = None,
-    batch_api: bool = False,
+    batch_api: bool | None = None,
     batch_options: Any = None,
 ) -> JobSummary:
     """Run a declarative :class:`JobSpec` on the local engine. ``backend``
     overrides the one the spec describes (e.g. a ScriptedBackend in tests);
-    the config hash still comes from the judge and the backend's model."""
+    the config hash still comes from the judge and the backend's model.
+
+    ``batch_api`` (default: whether the spec has ``batch_api`` options) sends
+    the model calls through the provider's batch API; ``batch_options``
+    replaces the spec's options."""
+    if batch_api is None:
+        batch_api = spec.batch_api is not None
+    if batch_options is None:
+        batch_options = spec.batch_api
     judge = build_judge(spec.judge)
     b = backend or build_backend(spec.backend, max_connections=_pool_size(spec))
     return await arun_job(

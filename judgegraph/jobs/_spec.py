@@ -27,6 +27,7 @@ from judgegraph.judges import Judge, JudgeInputError, coerce_input
 from judgegraph.types import FrozenModel
 
 from ..types import ConversationInput, PairwiseInput, PointwiseInput
+from ._batch_api import BatchOptions
 from ._sources import lookup
 from ._sources_files import SourceRow
 from ._sources_traces import _norm_messages
@@ -86,10 +87,15 @@ class Limits(FrozenModel):
 
 
 class JobSpec(FrozenModel):
+    """A whole job. ``batch_api`` sends its model calls through the provider's
+    batch API with those options (``{}`` for the defaults); ``judgegraph eval
+    --batch-api/--no-batch-api`` and ``arun_spec(batch_api=...)`` override it."""
+
     source: SourceConfig
     judge: JudgeConfig
     backend: BackendConfig
     limits: Limits = Limits()
+    batch_api: BatchOptions | None = None
 
     def config_hash(self) -> str:
         return config_hash(judge_fingerprint(build_judge(self.judge), _BackendId(self.backend)))

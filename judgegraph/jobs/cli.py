@@ -38,8 +38,14 @@ DEFAULT_STORE = "judgegraph.db"
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Batch evaluation jobs and their reports.")
 
 
+BATCH_STATES = ("submitting", "validating", "in_progress", "finalizing", "completed")
+BATCH_ENDS = ("failed", "expired", "cancelled")
+
+
 class _RateColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
+        if "batch" in task.fields:
+            return Text("")
         speed = task.finished_speed or task.speed
         return Text(f"{speed:,.1f} it/s" if speed else "-- it/s", style="progress.data.speed")
 
@@ -47,6 +53,8 @@ class _RateColumn(ProgressColumn):
 class _CostColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
         f = task.fields
+        if "batch" in f:
+            return Text(f"{f['batch']:,} requests", style="progress.data")
         cost = f.get("cost")
         text = f"${cost:,.4f}" if cost else f"{f.get('tokens', 0):,} tok"
         return Text(text, style="green")
@@ -55,6 +63,8 @@ class _CostColumn(ProgressColumn):
 class _ErrorColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
         f = task.fields
+        if "batch" in f:
+            return Text("")
         n = f.get("failed", 0) + f.get("invalid", 0)
         return Text(
             f"{f.get('failed', 0)} failed, {f.get('invalid', 0)} invalid", style="red" if n else "progress.data"
@@ -152,13 +162,22 @@ def eval_command(
     ray_actors: Annotated[int, typer.Option(help="Judge actors (ray engine).")] = 2,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     batch_api: Annotated[
-        bool, typer.Option("--batch-api", help="Send the model calls through the provider's batch API (OpenAI).")
-    ] = False,
+        bool | None,
+        typer.Option(
+            "--batch-api/--no-batch-api",
+            help="Send the model calls through the provider's batch API (OpenAI), or live"
+            " (default: as the spec's batch_api says; live without one).",
+        ),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the requests, tokens and cost (live and batch); send nothing.")
     ] = False,
-    batch_discount: Annotated[float, typer.Option(help="Batch price as a share of the live price.")] = 0.5,
-    poll_interval: Annotated[float, typer.Option(help="Batch API: first wait between polls (s).")] = 5.0,
+    batch_discount: Annotated[
+        float | None, typer.Option(help="Batch price as a share of the live price [default: 0.5].")
+    ] = None,
+    poll_interval: Annotated[
+        float | None, typer.Option(help="Batch API: first wait between polls (s) [default: 5].")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     allow_failures: Annotated[
         bool, typer.Option("--allow-failures", help="Exit 0 even when rows are unparsed, errored or invalid.")
@@ -236,7 +255,15 @@ def eval_command(
 
     from ._batch import BatchOptions
 
-    batch_options = BatchOptions(batch_discount=batch_discount, poll_initial_s=poll_interval)
+    given = {"batch_discount": batch_discount, "poll_initial_s": poll_interval}
+    try:  # the spec's options, with what the command line gives instead
+        batch_options = BatchOptions.model_validate(
+            {**(spec.batch_api or BatchOptions()).model_dump(), **{k: v for k, v in given.items() if v is not None}}
+        )
+    except ValidationError as exc:
+        raise _fail(console, f"invalid batch option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
+    if batch_api is None:
+        batch_api = spec.batch_api is not None
     if dry_run:
         from ._batch_cli import dry_run as _dry_run
 
@@ -244,6 +271,7 @@ def eval_command(
         return
     bar = _progress(console) if progress else None
     task_id = None
+    batch_tasks: dict[str, Any] = {}
 
     def on_progress(p: JobProgress) -> None:
         if bar is not None and task_id is not None:
@@ -256,6 +284,14 @@ def eval_command(
                 failed=p.failed,
                 invalid=p.invalid,
             )
+            if p.batches:  # a bar per batch state, with the batches (and requests) in it
+                total = sum(p.batches.values())
+                shown = [*BATCH_STATES[1:], *(s for s in (*BATCH_ENDS, "submitting") if p.batches.get(s))]
+                for state in shown:
+                    if state not in batch_tasks:
+                        batch_tasks[state] = bar.add_task(f"batches {state.replace('_', ' ')}", total=total, batch=0)
+                    n = p.batches.get(state, 0)
+                    bar.update(batch_tasks[state], completed=n, total=total, batch=p.batch_requests.get(state, 0))
 
     try:
         if bar is not None:

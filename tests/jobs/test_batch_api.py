@@ -17,7 +17,17 @@ from typing import Any
 
 import pytest
 
-from judgegraph.jobs import BackendConfig, BatchOptions, JobSpec, JudgeConfig, Limits, SourceConfig, Store, arun_spec
+from judgegraph.jobs import (
+    BackendConfig,
+    BatchOptions,
+    JobProgress,
+    JobSpec,
+    JudgeConfig,
+    Limits,
+    SourceConfig,
+    Store,
+    arun_spec,
+)
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
 from judgegraph.testing_batch import BatchAPI
 from judgegraph.types import Pricing
@@ -141,6 +151,114 @@ async def test_failed_or_expired_batch_is_an_error_per_item(tmp_path: Path, faul
     word = "failed" if fault == "fail" else "expired"
     for status, winner, *_, reason in _verdicts(tmp_path / "s.db", "r").values():
         assert status == "error" and winner is None and word in reason
+
+
+async def test_slow_finalisation_is_waited_for(tmp_path: Path) -> None:
+    src = _items(tmp_path / "items.jsonl", 4)
+    with LoopbackServer(Judge()) as server:
+        api = BatchAPI.attach(server, complete_after_polls=1, finalize_polls=3)
+        seen: list[tuple[dict[str, int], dict[str, int]]] = []
+
+        def progress(p: JobProgress) -> None:
+            if p.batches and (not seen or seen[-1] != (p.batches, p.batch_requests)):
+                seen.append((dict(p.batches), dict(p.batch_requests)))
+
+        s = await arun_spec(
+            _spec(src, server.url),
+            store=tmp_path / "s.db",
+            run_id="r",
+            batch_api=True,
+            batch_options=FAST,
+            progress=progress,
+        )
+    assert s.ok == 4 and s.errors == 0
+    # The progress callback saw the batch move through every state, with its 8 requests.
+    states = ["validating", "in_progress", "finalizing", "completed"]
+    assert seen == [({st: 1}, {st: 8}) for st in states]
+    # One batch, polled through in_progress, three polls of finalizing, then completed; nothing resubmitted.
+    assert api.batches_created == 1 and api.requests_billed == 8
+    assert [b.polls for b in api.batches.values()] == [5]
+
+
+@pytest.mark.parametrize("broken", ["json", "custom_id"])
+@pytest.mark.parametrize("persistent", [False, True])
+async def test_malformed_output_line_resubmits_that_request_only(tmp_path: Path, broken: str, persistent: bool) -> None:
+    """Item 2's output lines are unreadable (cut-off JSON, or no custom_id): its
+    requests go into a follow-up batch; the other items are stored from the first."""
+    src = _items(tmp_path / "items.jsonl", 4)
+    spoiled: set[str] = set()
+
+    def malformed(cid: str, body: dict[str, Any]) -> str | None:
+        if "item-002" not in json.dumps(body) or (cid in spoiled and not persistent):
+            return None
+        spoiled.add(cid)
+        return broken
+
+    with LoopbackServer(Judge()) as server:
+        api = BatchAPI.attach(server, malformed=malformed)  # type: ignore[arg-type]
+        s = await arun_spec(
+            _spec(src, server.url), store=tmp_path / "s.db", run_id="r", batch_api=True, batch_options=FAST
+        )
+    v = _verdicts(tmp_path / "s.db", "r")
+    assert all(v[i][0] == "ok" for i in (0, 1, 3))
+    assert api.batches_created == 2  # the first, and item 2's two requests again (max_resubmits=1)
+    assert len(spoiled) == 2 and all(api.billed[c] == 2 for c in spoiled)  # the provider bills unreadable lines
+    assert api.requests_billed == 10
+    if persistent:
+        assert (s.ok, s.errors) == (3, 1)
+        assert v[2][0] == "error" and "output line" in v[2][5] and "unreadable" in v[2][5]
+    else:
+        assert s.ok == 4 and v[2][:2] == ("ok", "A")
+
+
+async def test_spec_asks_for_the_batch_api(tmp_path: Path) -> None:
+    src = _items(tmp_path / "items.jsonl", 3)
+    with LoopbackServer(Judge()) as server:
+        api = BatchAPI.attach(server)
+        spec = _spec(src, server.url).model_copy(update={"batch_api": FAST})
+        s = await arun_spec(spec, store=tmp_path / "s.db", run_id="r")  # the spec's batch_api is honoured
+        assert s.engine == "batch" and s.ok == 3 and api.batches_created == 1
+        assert server.calls["/v1/chat/completions"] == 0
+        live = await arun_spec(spec, store=tmp_path / "live.db", run_id="r", batch_api=False)  # the caller overrides
+        assert live.engine == "local" and server.calls["/v1/chat/completions"] == 6 and api.batches_created == 1
+
+
+def test_cli_spec_batch_api_and_the_flag_that_overrides_it(tmp_path: Path) -> None:
+    src = _items(tmp_path / "items.jsonl", 2)
+    with LoopbackServer(Judge()) as server:
+        api = BatchAPI.attach(server)
+        spec = _spec(src, server.url).model_dump(mode="json")
+        spec["batch_api"] = {"poll_initial_s": 0.01, "poll_max_s": 0.05, "batch_discount": 0.4}
+        path = tmp_path / "job.json"
+        path.write_text(json.dumps(spec))
+        base = [sys.executable, "-m", "judgegraph.jobs.cli", "eval", "--spec", str(path), "--json"]
+        done = subprocess.run(
+            [*base, "--store", str(tmp_path / "a.db")],
+            env={**os.environ, "COLUMNS": "200"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert json.loads(done.stdout)["engine"] == "batch" and api.batches_created == 1
+        assert server.calls["/v1/chat/completions"] == 0
+        # The progress display has a bar per batch state, with its batch and request counts.
+        assert "batches completed" in done.stderr and "1/1" in done.stderr and "4 requests" in done.stderr
+        cmd = [*base, "--store", str(tmp_path / "b.db"), "--no-batch-api"]
+        done = subprocess.run(cmd, env=dict(os.environ), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert json.loads(done.stdout)["engine"] == "local" and server.calls["/v1/chat/completions"] == 4
+        assert api.batches_created == 1
+        dry = subprocess.run(
+            [*base, "--store", str(tmp_path / "c.db"), "--dry-run"],
+            env=dict(os.environ),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert dry.returncode == 0, dry.stderr[-2000:]
+        est = json.loads(dry.stdout)
+        assert est["batch_cost_usd"] == pytest.approx(est["live_cost_usd"] * 0.4)  # the spec's discount
 
 
 def test_sigkill_during_polling_then_resume_creates_no_batch_twice(tmp_path: Path) -> None:
