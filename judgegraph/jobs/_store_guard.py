@@ -72,10 +72,14 @@ class RunLock:
                 f"run {self.run_id!r} in {self.store} is being written by {holder}; "
                 "wait for it to finish, or give another run id"
             ) from None
-        fp.seek(0)
-        fp.truncate()
-        fp.write(f"pid {os.getpid()} on {socket.gethostname()}")
-        fp.flush()
+        # Who holds the lock, for the message another process shows. The
+        # flock is the lock; a note that cannot be written (a full disk) is
+        # not a reason to refuse the run: its commits say what is wrong.
+        with contextlib.suppress(OSError):
+            fp.seek(0)
+            fp.truncate()
+            fp.write(f"pid {os.getpid()} on {socket.gethostname()}")
+            fp.flush()
         self._fp = fp
 
     def release(self) -> None:
