@@ -96,7 +96,12 @@ def run_seed(args: argparse.Namespace, seed: int, items: list[PandaLMItem]) -> d
     labels: dict[str, Winner] = {item_key(it.to_pairwise_input()): it.gold_winner for it in split.train}  # type: ignore[misc]
     teacher_v = {item_key(it.to_pairwise_input()): it.recorded_verdict("gpt-3.5-turbo") for it in split.train}
     settings = FlywheelSettings(
-        alpha=args.alpha, delta=args.delta, min_kept=args.min_kept, audit_rate=args.audit_rate, seed=seed
+        alpha=args.alpha,
+        delta=args.delta,
+        min_kept=args.min_kept,
+        audit_rate=args.audit_rate,
+        seed=seed,
+        promote_on=args.promote_on,
     )
     workdir = Path(args.workdir) / f"seed-{seed}"
     fw = Flywheel(
@@ -176,6 +181,7 @@ def main() -> int:
     ap.add_argument("--min-kept", type=int, default=30)
     ap.add_argument("--audit-rate", type=float, default=0.1)
     ap.add_argument("--heldout-fraction", type=float, default=0.3)
+    ap.add_argument("--promote-on", choices=("agreement", "escalation"), default="agreement")
     ap.add_argument(
         "--cost-per-call", type=float, default=0.0005, help="assumed USD per teacher call (stated in the results)"
     )
