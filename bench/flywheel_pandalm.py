@@ -102,13 +102,14 @@ def run_seed(args: argparse.Namespace, seed: int, items: list[PandaLMItem]) -> d
         audit_rate=args.audit_rate,
         seed=seed,
         promote_on=args.promote_on,
+        promote_tolerance=args.promote_tolerance,
     )
     workdir = Path(args.workdir) / f"seed-{seed}"
     fw = Flywheel(
         workdir,
         heldout=heldout_traces(split.heldout),
         teacher=teacher_for(items, args.cost_per_call),
-        trainer=ProbeTrainer(encoder=str(encoder_path())),
+        trainer=ProbeTrainer(encoder=str(encoder_path()), options={"lexical": args.lexical}),
         settings=settings,
         log=lambda s: print(f"[seed {seed}] {s}", flush=True),
     )
@@ -182,6 +183,8 @@ def main() -> int:
     ap.add_argument("--audit-rate", type=float, default=0.1)
     ap.add_argument("--heldout-fraction", type=float, default=0.3)
     ap.add_argument("--promote-on", choices=("agreement", "escalation"), default="agreement")
+    ap.add_argument("--promote-tolerance", type=float, default=0.0)
+    ap.add_argument("--lexical", type=int, choices=(1, 2), default=1, help="probe signals: 2 is the quickstart's judge")
     ap.add_argument(
         "--cost-per-call", type=float, default=0.0005, help="assumed USD per teacher call (stated in the results)"
     )
