@@ -96,14 +96,20 @@ def run_seed(args: argparse.Namespace, seed: int, items: list[PandaLMItem]) -> d
     labels: dict[str, Winner] = {item_key(it.to_pairwise_input()): it.gold_winner for it in split.train}  # type: ignore[misc]
     teacher_v = {item_key(it.to_pairwise_input()): it.recorded_verdict("gpt-3.5-turbo") for it in split.train}
     settings = FlywheelSettings(
-        alpha=args.alpha, delta=args.delta, min_kept=args.min_kept, audit_rate=args.audit_rate, seed=seed
+        alpha=args.alpha,
+        delta=args.delta,
+        min_kept=args.min_kept,
+        audit_rate=args.audit_rate,
+        seed=seed,
+        promote_on=args.promote_on,
+        promote_tolerance=args.promote_tolerance,
     )
     workdir = Path(args.workdir) / f"seed-{seed}"
     fw = Flywheel(
         workdir,
         heldout=heldout_traces(split.heldout),
         teacher=teacher_for(items, args.cost_per_call),
-        trainer=ProbeTrainer(encoder=str(encoder_path())),
+        trainer=ProbeTrainer(encoder=str(encoder_path()), options={"lexical": args.lexical}),
         settings=settings,
         log=lambda s: print(f"[seed {seed}] {s}", flush=True),
     )
@@ -176,6 +182,9 @@ def main() -> int:
     ap.add_argument("--min-kept", type=int, default=30)
     ap.add_argument("--audit-rate", type=float, default=0.1)
     ap.add_argument("--heldout-fraction", type=float, default=0.3)
+    ap.add_argument("--promote-on", choices=("agreement", "escalation"), default="agreement")
+    ap.add_argument("--promote-tolerance", type=float, default=0.0)
+    ap.add_argument("--lexical", type=int, choices=(1, 2), default=1, help="probe signals: 2 is the quickstart's judge")
     ap.add_argument(
         "--cost-per-call", type=float, default=0.0005, help="assumed USD per teacher call (stated in the results)"
     )

@@ -86,7 +86,32 @@ def _auc(ys: Sequence[float]) -> float:
     return float(np.trapezoid(vs, xs) / (xs[-1] - xs[0]))
 
 
-def run_seed(variant: Variant, data: SeedData, seed: int, *, budget: float) -> SeedResult:
+#: How the planner's pick becomes the held-out rule. threshold: the calibration
+#: threshold, item by item (before issue 20's cap); cap-budget: that threshold,
+#: but never more than --budget of the held-out batch (the quickstart's rule);
+#: cap-chosen: never more than the share the planner chose; share: exactly the
+#: chosen share of the batch, least confident first (the Budget policy).
+HELDOUT_RULES = ("threshold", "cap-budget", "cap-chosen", "share")
+
+
+def heldout_threshold(
+    rule: str, threshold: float | None, chosen: float, conf: np.ndarray, budget: float
+) -> float | None:
+    from judgegraph.quickstart._budget import batch_threshold
+
+    confs = [float(c) for c in conf]
+    if rule == "threshold":
+        return threshold
+    if rule == "cap-budget":
+        return batch_threshold(threshold, confs, budget)
+    if rule == "cap-chosen":
+        return batch_threshold(threshold, confs, chosen)
+    if rule == "share":
+        return batch_threshold(None, confs, chosen) if chosen < 1 else None
+    raise ValueError(rule)
+
+
+def run_seed(variant: Variant, data: SeedData, seed: int, *, budget: float, rule: str = "cap-budget") -> SeedResult:
     from judgegraph.quickstart._judges import GPT35_PRICING, estimate_teacher_usage
 
     out = variant.run(data)
@@ -94,7 +119,8 @@ def run_seed(variant: Variant, data: SeedData, seed: int, *, budget: float) -> S
     t_held = np.array([it.recorded_verdict("gpt-3.5-turbo").winner or "" for it in data.held])
     local_ok = out.held_pred == gold
     teacher_ok = t_held == gold
-    up = out.held_conf < out.threshold if out.threshold is not None else np.ones(len(gold), bool)
+    thr = heldout_threshold(rule, out.threshold, out.budget, out.held_conf, variant.extra.get("budget", budget))
+    up = out.held_conf < thr if thr is not None else np.ones(len(gold), bool)
     final = np.where(up, out.held_final_if_up, out.held_pred)
     price = np.array([GPT35_PRICING.cost(estimate_teacher_usage(it)) for it in data.held])
     kept, casc = _curves(out.held_conf, local_ok, out.held_final_if_up == gold)
@@ -127,6 +153,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--variants", default="old,new")
     ap.add_argument("--seeds", default="tuning", help="tuning, report, or a comma list")
     ap.add_argument("--budget", type=float, default=0.5)
+    ap.add_argument("--heldout-rule", choices=HELDOUT_RULES, default="cap-budget")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--curves", action="store_true")
     ap.add_argument("--markdown", action="store_true", help="print the per-seed tables as markdown")
@@ -142,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         variant = VARIANTS[name]
         rows = []
         for seed in seeds:
-            r = run_seed(variant, seed_data(items, seed, table), seed, budget=args.budget)
+            r = run_seed(variant, seed_data(items, seed, table), seed, budget=args.budget, rule=args.heldout_rule)
             rows.append(r)
             print(
                 f"{name:>14} seed {seed:>2} n={r.heldout:3d} local {r.local:.3f} teacher {r.teacher:.3f} "

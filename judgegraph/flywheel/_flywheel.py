@@ -325,7 +325,11 @@ class Flywheel(_WorkFolder):
     def _decide_stage(self, rec: RoundRecord) -> RoundRecord:
         skipped = rec.training.skipped if rec.training is not None else "no training"
         decision = promotion_decision(
-            rec.challenger, rec.champion, tolerance=rec.settings.promote_tolerance, skipped=skipped
+            rec.challenger,
+            rec.champion,
+            tolerance=rec.settings.promote_tolerance,
+            skipped=skipped,
+            on=rec.settings.promote_on,
         )
         rec = self._save(rec.model_copy(update={"stage": "done", "decision": decision, "finished_at": time.time()}))
         self._write_state(self._apply(self.state, rec))

@@ -55,6 +55,13 @@ class FlywheelSettings(FrozenModel):
         lt=1,
         description="the challenger may lose at most this much held-out agreement and still be promoted",
     )
+    promote_on: Literal["agreement", "escalation"] = Field(
+        default="agreement",
+        description="agreement: the challenger's held-out agreement alone must not fall below the champion's "
+        "(minus promote_tolerance); escalation: its calibrated held-out escalation share must not be above the "
+        "champion's while its cascade agreement does not fall below the champion's (minus promote_tolerance), "
+        "which is what the flywheel is for: fewer teacher calls at equal agreement",
+    )
     on_teacher_failure: Literal["error", "fallback"] = Field(
         default="error",
         description="an escalated item the teacher fails on: failed ('error') or the local verdict ('fallback')",

@@ -79,9 +79,13 @@ def promotion_decision(
     *,
     tolerance: float,
     skipped: str | None = None,
+    on: str = "agreement",
 ) -> PromotionDecision:
     """Champion/challenger: the challenger replaces the champion only if its
-    held-out agreement is at least the champion's minus ``tolerance``. With no
+    held-out agreement is at least the champion's minus ``tolerance``
+    (``on="escalation"``: only if it escalates no more of the held-out set at
+    its calibrated threshold and its cascade agreement there is at least the
+    champion's minus ``tolerance``). With no
     champion yet, a challenger is promoted (its calibrated threshold, possibly
     "escalate everything", is what protects agreement then)."""
     before = champion.round if champion is not None else None
@@ -98,12 +102,26 @@ def promotion_decision(
             champion_after=challenger.round,
             tolerance=tolerance,
         )
-    ch, cur = challenger.local_agreement, champion.local_agreement
-    promoted = ch >= cur - tolerance - 1e-12
-    verb = "promoted" if promoted else "kept"
-    rel = ">=" if promoted else "<"
     tol = f" - {tolerance:g}" if tolerance else ""
-    reason = f"{verb}: challenger agreement {ch:.3f} {rel} champion (round {champion.round}) {cur:.3f}{tol}"
+    if on == "escalation":
+        # Fewer (or as many) teacher calls at the calibrated threshold, without
+        # losing cascade agreement on the held-out set.
+        e_ch, e_cur = challenger.escalation_share, champion.escalation_share
+        a_ch, a_cur = challenger.cascade_agreement, champion.cascade_agreement
+        cheaper = e_ch <= e_cur + 1e-12
+        holds = a_ch >= a_cur - tolerance - 1e-12
+        promoted = cheaper and holds
+        verb = "promoted" if promoted else "kept"
+        reason = (
+            f"{verb}: challenger escalates {e_ch:.3f} {'<=' if cheaper else '>'} champion (round {champion.round}) "
+            f"{e_cur:.3f}, cascade agreement {a_ch:.3f} {'>=' if holds else '<'} {a_cur:.3f}{tol}"
+        )
+    else:
+        ch, cur = challenger.local_agreement, champion.local_agreement
+        promoted = ch >= cur - tolerance - 1e-12
+        verb = "promoted" if promoted else "kept"
+        rel = ">=" if promoted else "<"
+        reason = f"{verb}: challenger agreement {ch:.3f} {rel} champion (round {champion.round}) {cur:.3f}{tol}"
     return PromotionDecision(
         promoted=promoted,
         reason=reason,

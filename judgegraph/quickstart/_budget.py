@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
 from judgegraph.types import PairwiseVerdict
 
 from ._models import BudgetChoice
 
-__all__ = ["BUDGET_GRID", "escalation_rule"]
+__all__ = ["BUDGET_GRID", "batch_threshold", "escalation_rule"]
 
 #: Escalation budgets the planner tries (shares of items sent to the teacher).
 BUDGET_GRID = tuple(round(0.05 * k, 2) for k in range(1, 20))
@@ -96,3 +98,28 @@ def escalation_rule(threshold: float | None) -> str:
     if threshold <= 0:
         return "never (only failed verdicts)"
     return f"when the local confidence < {threshold:.4f}"
+
+
+def batch_threshold(threshold: float | None, confidences: Sequence[float | None], cap: float) -> float | None:
+    """The threshold for one batch of items (the held-out job), with the budget as a hard cap.
+
+    ``confidences`` are the local judge's on every item of the batch (None:
+    no usable verdict; such an item always escalates). Items below
+    ``threshold`` (None: every item) escalate, but never more than
+    ``floor(cap * len(confidences))`` of them: when the threshold would send
+    more, it is lowered to just above the confidence of the last item the cap
+    allows, so the least confident items are the ones that go. Equally
+    confident items at the edge stay together (below the cap), and the
+    returned value sits halfway between two distinct confidences, so the
+    same judge re-run on the batch sends up the same items."""
+    n = len(confidences)
+    allowed = math.floor(cap * n + 1e-9) - sum(c is None for c in confidences)
+    if allowed <= 0:
+        return 0.0
+    vals = sorted(c for c in confidences if c is not None)
+    if allowed >= len(vals) or (threshold is not None and sum(v < threshold for v in vals) <= allowed):
+        return threshold  # within the cap: the threshold stands
+    edge = vals[allowed]  # the first item the cap keeps
+    below = [v for v in vals[:allowed] if v < edge]
+    capped = (below[-1] + edge) / 2 if below else 0.0
+    return capped if threshold is None else min(threshold, capped)

@@ -27,8 +27,9 @@ class QuickstartOptions(BaseModel):
         default=0.5,
         gt=0,
         le=1,
-        description="the largest share of calibration items the planner may send up when it picks the "
-        "threshold; not a cap on the held-out share, which follows that threshold",
+        description="the most the cascade may send to the teacher, as a share of items: the planner picks a "
+        "threshold escalating at most this share of the calibration items, and the held-out items, judged as "
+        "one batch, never escalate more than floor(budget x items) (the least confident first)",
     )
     pick: Literal["most-agreeing", "cheapest"] = Field(
         default="most-agreeing",
@@ -101,6 +102,11 @@ class QuickstartResult(BaseModel):
     teacher: str
     reused_judge: bool
     budget: BudgetChoice
+    heldout_threshold: float | None = Field(
+        description="the rule applied to the held-out batch: the planner's threshold, lowered where it would "
+        "escalate more than heldout_cap_items; None: every item escalates"
+    )
+    heldout_cap_items: int = Field(description="the most held-out items the budget lets escalate")
     rows: list[TableRow]
     store: Path
     report: Path

@@ -46,7 +46,10 @@ def _budget_line(result: QuickstartResult) -> str:
         f"a fold head that never saw its prompt; no held-out item): {b.recommendation} -> {b.policy} "
         f"(calibration agreement {_pct(b.calibration_agreement)}; "
         f"local alone {_pct(b.calibration_local)}, teacher alone {_pct(b.calibration_teacher)}). "
-        f"On new items that budget is the rule: escalate {rule}."
+        f"On new items that budget is the rule: escalate {rule}. "
+        f"Held-out batch ({result.heldout_items} items): at most {result.heldout_cap_items} may go up; "
+        f"escalate {escalation_rule(result.heldout_threshold)}"
+        + (" (capped)." if result.heldout_threshold != b.threshold else " (within the cap).")
     )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -29,7 +30,7 @@ from judgegraph.cascade import Abstain, CascadeJudge, LowConfidence, Tier
 from judgegraph.datasets import PandaLMItem
 from judgegraph.judges import Judge
 
-from ._budget import _pick_budget, escalation_rule
+from ._budget import _pick_budget, batch_threshold, escalation_rule
 from ._combine import CombinedTeacher, TeacherConfusion, merged_table
 from ._crossfit import CrossFitJudge, assign_folds, fold_judges
 from ._data import load_bundled_pandalm, split_pandalm_by_prompt
@@ -286,10 +287,19 @@ async def arun_quickstart(
             describe="teacher, held-out split",
             progress=opts.progress,
         )
+        # The held-out items are one batch job: the planner's threshold, capped so
+        # that at most --budget of this batch (its least confident items) goes up.
+        held_lres, _ = _stored_results(store, held_local)
+        held_conf = [v.confidence if v.ok else None for v in held_lres.values()]
+        held_thr = batch_threshold(choice.threshold, held_conf, opts.budget)
+        cap_items = math.floor(opts.budget * len(held_conf) + 1e-9)
+        if held_thr != choice.threshold:
+            log(
+                f"held-out batch ({len(held_conf)} items): the calibration threshold would send more than the "
+                f"budget ({opts.budget:.0%}, {cap_items} items) up; capped: escalate {escalation_rule(held_thr)}"
+            )
         policy = (
-            Abstain(reason="the planner sends every item up")
-            if choice.threshold is None
-            else LowConfidence(threshold=choice.threshold)
+            Abstain(reason="the planner sends every item up") if held_thr is None else LowConfidence(threshold=held_thr)
         )
         top: Judge[Any, Any] = CombinedTeacher(teacher, local, confusion) if opts.merge else teacher
         cascade = CascadeJudge([Tier(local, (policy,)), top], on_last_failure="fallback", name="cascade")
@@ -314,11 +324,17 @@ async def arun_quickstart(
         clock["judge"] = time.perf_counter() - t
 
         # 6. Table and report, from the stored per-item results.
-        cascade_name = f"cascade (budget {choice.fraction:.0%})"
+        cascade_name = f"cascade (budget {opts.budget:.0%}; planner's pick {choice.fraction:.0%})"
         rows = [
             table_row(store, held_local, name="local judge alone", judge=local_desc, escalation="none"),
             table_row(store, held_teacher, name="teacher alone", judge=teacher_desc, escalation="all"),
-            table_row(store, held_cascade, name=cascade_name, judge=f"local; escalate {thr}", escalation="tiers"),
+            table_row(
+                store,
+                held_cascade,
+                name=cascade_name,
+                judge=f"local; escalate {escalation_rule(held_thr)}",
+                escalation="tiers",
+            ),
         ]
         report_dir = work / "report"
         paths = write_report(store, held_cascade, report_dir)
@@ -347,6 +363,8 @@ async def arun_quickstart(
         teacher=teacher_desc,
         reused_judge=reused,
         budget=choice,
+        heldout_threshold=held_thr,
+        heldout_cap_items=cap_items,
         rows=rows,
         store=work / "results.sqlite",
         report=paths["html"],

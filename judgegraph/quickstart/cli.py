@@ -37,9 +37,9 @@ def quickstart_command(
         typer.Option(
             min=0.01,
             max=1.0,
-            help="the largest share of calibration items the planner may escalate when it picks the confidence "
-            "threshold; held-out items then follow that threshold, so their escalated share can differ "
-            "(not a cap on held-out escalations)",
+            help="the most the cascade may send to the teacher, as a share of items: the planner's threshold "
+            "escalates at most this share of the calibration items, and of the held-out batch at most "
+            "floor(budget x items) go up, the least confident first",
         ),
     ] = 0.5,
     pick: Annotated[

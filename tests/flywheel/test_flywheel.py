@@ -247,6 +247,34 @@ def test_promotion_rule() -> None:
     assert not none.promoted and none.champion_after == 1 and "only 1 training trace" in none.reason
 
 
+def test_promotion_on_escalation() -> None:
+    """promote_on="escalation": fewer held-out escalations at the calibrated
+    threshold, without losing cascade agreement, promotes; a better judge
+    alone that escalates more does not."""
+    from judgegraph.cascade import calibrate_threshold
+
+    def ev(n: int, local: float, share: float, cascade: float) -> HeldoutEval:
+        cal = calibrate_threshold([0.9] * 10, [True] * 10, alpha=0.3, delta=0.1)
+        return HeldoutEval(
+            round=n,
+            n=10,
+            local_agreement=local,
+            calibration=cal,
+            escalation_share=share,
+            cascade_agreement=cascade,
+            teacher_agreement_on_kept=None,
+            equal_agreement_escalation=0.0,
+        )
+
+    champ = ev(1, 0.65, 0.80, 0.70)
+    cheaper = promotion_decision(ev(2, 0.63, 0.70, 0.70), champ, tolerance=0, on="escalation")
+    assert cheaper.promoted and "escalates 0.700 <= champion (round 1) 0.800" in cheaper.reason
+    assert not promotion_decision(ev(2, 0.63, 0.70, 0.69), champ, tolerance=0, on="escalation").promoted
+    assert promotion_decision(ev(2, 0.63, 0.70, 0.69), champ, tolerance=0.02, on="escalation").promoted
+    assert not promotion_decision(ev(2, 0.70, 0.85, 0.72), champ, tolerance=0, on="escalation").promoted
+    assert promotion_decision(ev(2, 0.70, 0.85, 0.72), champ, tolerance=0).promoted  # the default rule
+
+
 def test_heldout_evaluation_figures() -> None:
     s = FlywheelSettings(alpha=0.25, delta=0.2, audit_rate=0.0)
     labels: list[Winner] = ["A", "A", "A", "A", "A", "A", "A", "A", "B", "B", "B", "B"]

@@ -84,8 +84,10 @@ def test_table_rows_match_the_stored_results(first_run: tuple[Path, str, Quickst
     assert teacher.escalated_share == 1 and teacher.cost_usd is not None and teacher.cost_usd > 0
     escalated = [r for r in cascade_results if len(r["tiers"]) > 1]
     assert cascade.escalated_share == pytest.approx(len(escalated) / cascade.items)
-    # Every escalated item went up because of the rule the planner's budget gave.
-    threshold = result.budget.threshold
+    # Every escalated item went up because of the rule the planner's budget gave
+    # (capped on the held-out batch, where it would send more than the budget).
+    threshold = result.heldout_threshold
+    assert len(escalated) <= result.heldout_cap_items == int(0.5 * cascade.items)
     for r in cascade_results:
         first = r["tiers"][0]
         assert first["judge"] == "local"
@@ -128,6 +130,42 @@ def test_budget_is_picked_on_calibration_items_only(first_run: tuple[Path, str, 
         judge = r.result["provenance"]["judge"]
         assert judge == f"local-fold{fold_of[r.input['instruction']] + 1}", judge
     assert 0 <= result.budget.fraction <= 0.5  # the default --budget cap
+
+
+def test_budget_caps_the_heldout_share(
+    first_run: tuple[Path, str, QuickstartResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--budget is a cap on the held-out items too: a budget the calibration
+    threshold would overshoot on held-out still escalates at most that share,
+    the least confident items first."""
+    import shutil
+
+    workdir, _, first = first_run
+    copy = tmp_path / "qs"
+    shutil.copytree(workdir, copy)  # reuse the trained judge and the stored verdicts
+    local = {r.item_hash: r.result for r in _rows(copy, first.rows[0].run_id)}
+    for budget in (0.1, 0.25):
+        _, result = _invoke(copy, "--budget", str(budget), monkeypatch=monkeypatch)
+        cascade = result.rows[2]
+        cap = int(budget * cascade.items + 1e-9)
+        assert result.heldout_cap_items == cap
+        rows = _rows(copy, cascade.run_id)
+        up = [r for r in rows if len(r.result["tiers"]) > 1]
+        assert len(up) <= cap and cascade.escalated_share <= budget
+        assert 0 <= result.budget.fraction <= budget
+        # The ones that went up are the least confident of the batch.
+        conf = {h: v["confidence"] for h, v in local.items()}
+        if up:
+            worst_kept = min(conf[r.item_hash] for r in rows if len(r.result["tiers"]) == 1)
+            assert max(conf[r.item_hash] for r in up) < worst_kept
+        if result.budget.threshold is not None and result.heldout_threshold != result.budget.threshold:
+            over = sum(c < result.budget.threshold for c in conf.values())
+            assert over > cap  # capped only where the calibration threshold overshoots
+
+
+def _rows(workdir: Path, run_id: str) -> list[Any]:
+    with Store(workdir / "results.sqlite") as store:
+        return list(store.rows(run_id))
 
 
 def _with_input(workdir: Path, run_id: str) -> list[Any]:

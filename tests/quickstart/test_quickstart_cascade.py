@@ -160,3 +160,29 @@ def test_lexical_v2_signals() -> None:
     assert sig[5] == 1.0 and _lexical_v2("Name a fruit.", "An apple and a")[5] == 0.0  # cut off mid-sentence
     assert _lexical_v2("q", "the cat sat " * 6)[6] > 0.5 and sig[6] == 0.0  # a loop repeats trigrams
     assert _lexical_v2("q", "I'm sorry, I cannot help.")[7] == 1.0 and sig[7] == 0.0
+
+
+def test_batch_threshold_caps_the_share_of_a_batch() -> None:
+    from judgegraph.quickstart._budget import batch_threshold
+
+    conf = [0.9, 0.4, 0.5, 0.45, 0.8, 0.35, 0.7, 0.6, 0.55, 0.65]
+
+    def up(thr: float | None) -> int:
+        return len(conf) if thr is None else sum(c < thr for c in conf)
+
+    # Within the cap: the threshold stands.
+    assert batch_threshold(0.42, conf, 0.5) == 0.42
+    assert batch_threshold(0.47, conf, 0.3) == 0.47  # exactly the cap's 3 items: it stands
+    # The threshold would send 7 of 10; a 30% cap sends the 3 least confident, halfway to the next.
+    thr = batch_threshold(0.75, conf, 0.3)
+    assert thr is not None and up(thr) == 3 and 0.45 < thr < 0.5
+    # "Every item" is capped too; a cap below one item sends none.
+    assert up(batch_threshold(None, conf, 0.5)) == 5
+    assert batch_threshold(0.75, conf, 0.05) == 0.0
+    # Equally sure items at the edge stay together, under the cap.
+    ties = [0.3, 0.5, 0.5, 0.5, 0.9]
+    assert sum(c < (batch_threshold(0.95, ties, 0.4) or 1) for c in ties) == 1
+    # Failed items (no confidence) always go up and use the budget first.
+    some_failed = [*conf[:8], None, None]
+    thr = batch_threshold(0.75, some_failed, 0.3)
+    assert thr is not None and sum(c is not None and c < thr for c in some_failed) == 1
