@@ -124,6 +124,9 @@ def pretrained_shape(path: Path) -> dict[str, Any]:
 
     config = AutoConfig.from_pretrained(path)
     shapes = {k: getattr(config, k) for k in SMOLLM2_135M if hasattr(config, k)}
+    rope = getattr(config, "rope_parameters", None) or {}
+    if "rope_theta" not in shapes and "rope_theta" in rope:
+        shapes["rope_theta"] = rope["rope_theta"]  # transformers 5 keeps it with the other RoPE settings
     with torch.device("meta"):  # shapes only, no weights
         model = AutoModelForCausalLM.from_config(config)  # type: ignore[no-untyped-call]
     return {
