@@ -372,6 +372,10 @@ async def arun_spec(
     if batch_options is None:
         batch_options = spec.batch_api
     judge = build_judge(spec.judge)
+    if backend is None and batch_api and getattr(batch_options, "engine", None) == "vllm":
+        from ._batch_vllm import local_backend
+
+        backend = local_backend(spec.backend, batch_options, max_connections=_pool_size(spec))
     b = backend or build_backend(spec.backend, max_connections=_pool_size(spec))
     return await arun_job(
         spec.source,
