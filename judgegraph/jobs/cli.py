@@ -222,7 +222,8 @@ def eval_command(
             if model is None and vllm_model:  # the name the requests carry and run_batch serves
                 model = Path(vllm_model).name
             if model is None:
-                raise _fail(console, "--model is required (or use --spec)")
+                need = "--vllm-model (the model folder)" if batch_engine == "vllm" else "--model (or use --spec)"
+                raise _fail(console, f"{need} is required")
             pricing = None
             if price_in is not None or price_out is not None:
                 pricing = Pricing(input_per_mtok=price_in or 0.0, output_per_mtok=price_out or 0.0)
@@ -258,6 +259,8 @@ def eval_command(
                 "limits": {"concurrency": concurrency or 32, "rpm": rpm, "tpm": tpm},
             }
             spec = JobSpec.model_validate(data)
+    except typer.Exit:  # already reported
+        raise
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise _fail(console, f"invalid job: {problems}") from None
