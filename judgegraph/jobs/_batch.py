@@ -227,6 +227,10 @@ async def arun_batch_job(
     Rerunning the same call after an interruption (``kill -9`` included)
     picks up the batches the store records and creates none twice.
 
+    ``BatchOptions(engine="vllm", vllm_model=...)`` runs the same batch files
+    through vLLM's offline ``run_batch`` on a local model folder instead of a
+    provider (see ``_batch_vllm``); ``client`` then is not needed.
+
     Only the backends the batch API is for are batched (see
     :class:`BatchOptions` ``models``); a cascade's local tier runs live and
     only its escalated items' requests go into batches. The local answers are

@@ -178,16 +178,21 @@ class VLLMBatchClient:
 
     def file_path(self, file_id: str) -> Path:
         if file_id.startswith("vout-"):
-            return self.work / "batches" / file_id.removeprefix("vout-") / "output.jsonl"
+            return self.work / "batches" / Path(file_id.removeprefix("vout-")).name / "output.jsonl"
         return self.work / "files" / f"{Path(file_id).name}.jsonl"
 
     def batch_ids(self) -> list[str]:
         root = self.work / "batches"
         return [p.parent.name for p in root.glob("*/batch.json")] if root.is_dir() else []
 
-    def _reap(self, bid: str) -> None:
+    def _reap(self, bid: str, ended: bool) -> None:
         proc = self._procs.get(bid)
-        if proc is not None and proc.poll() is not None:  # our own child: reap it, or it stays a zombie
+        if proc is None:
+            return
+        if ended:  # the launcher wrote its exit file and is leaving: reap it, or it stays a zombie
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+        if proc.poll() is not None:
             del self._procs[bid]
 
     def state(self, bid: str) -> LocalBatch:
@@ -196,7 +201,7 @@ class VLLMBatchClient:
             rec = json.loads((d / "batch.json").read_text())
         except (OSError, ValueError):
             raise VLLMBatchError(f"no batch {bid} in {self.work}") from None
-        self._reap(bid)
+        self._reap(bid, (d / "exit").is_file())
 
         def out(status: str, reason: str | None = None) -> LocalBatch:
             output = d / "output.jsonl"

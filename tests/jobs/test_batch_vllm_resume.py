@@ -25,7 +25,7 @@ import pytest
 pytest.importorskip("openai")
 
 from judgegraph.jobs import BackendConfig, BatchOptions, JobSpec, JudgeConfig, SourceConfig, Store, arun_spec
-from judgegraph.jobs._batch_vllm import VLLMBatchError, work_dir_for
+from judgegraph.jobs._batch_vllm import VLLMBatchClient, VLLMBatchError, work_dir_for
 
 # Reads the control folder $JG_STANDIN: "mode" is answer, hold (until "release" exists),
 # die (SIGKILL itself before writing anything) or die-once (die on the first start only).
@@ -254,3 +254,49 @@ def test_options_name_what_is_wrong(tmp_path: Path, stand_in: tuple[Path, Path, 
         timeout=60,
     )
     assert done.returncode == 2 and "vllm_model (--vllm-model): no model folder" in done.stderr, done.stderr
+
+
+async def test_queued_batches_start_one_at_a_time_and_once_across_clients(
+    tmp_path: Path, stand_in: tuple[Path, Path, Callable[[str], None]]
+) -> None:
+    """Two batches, one process slot: the second waits queued; a rerun's client
+    lists both by their keys, and however many clients poll, each starts once."""
+    import asyncio
+
+    py, model, set_mode = stand_in
+    set_mode("hold")
+    body = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+    line = json.dumps({"custom_id": "jg-1", "method": "POST", "url": "/v1/chat/completions", "body": body}) + "\n"
+    first = VLLMBatchClient(tmp_path / "w", model=model, python=py)
+    ids = []
+    for key in ("k1", "k2"):
+        f = await first.files.create(file=(f"{key}.jsonl", line.encode()), purpose="batch")
+        b = await first.batches.create(
+            input_file_id=f.id,
+            endpoint="/v1/chat/completions",
+            completion_window="24h",
+            metadata={"judgegraph_key": key},
+        )
+        ids.append(b.id)
+    _wait(lambda: _starts(tmp_path) == 1, "the first run_batch")
+    rerun = VLLMBatchClient(tmp_path / "w", model=model, python=py)
+    assert {b.metadata["judgegraph_key"]: b.status async for b in rerun.batches.list()} == {
+        "k1": "in_progress",
+        "k2": "validating",  # queued behind the first
+    }
+    (tmp_path / "ctl" / "release").touch()
+    deadline = time.monotonic() + 60
+    done: dict[str, Any] = {}
+    while len(done) < 2:
+        assert time.monotonic() < deadline
+        for client in (first, rerun):  # both poll (and pump); the exclusive start keeps it to one each
+            for bid in ids:
+                b = await client.batches.retrieve(bid)
+                assert b.status in ("validating", "in_progress", "completed"), b
+                if b.status == "completed":
+                    done[bid] = b
+        await asyncio.sleep(0.02)
+    assert _starts(tmp_path) == 2
+    for b in done.values():
+        out = json.loads((await rerun.files.content(b.output_file_id)).content)
+        assert out["custom_id"] == "jg-1" and out["response"]["status_code"] == 200
