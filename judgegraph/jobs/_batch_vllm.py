@@ -48,6 +48,7 @@ __all__ = [
     "check_vllm",
     "client_for",
     "local_backend",
+    "spec_backend",
     "work_dir_for",
 ]
 
@@ -313,6 +314,15 @@ def local_backend(cfg: Any, options: Any, *, max_connections: int | None = None)
     )
     backend.endpoint = f"vllm-run-batch:{Path(options.vllm_model).absolute()}"  # type: ignore[attr-defined]
     return backend
+
+
+def spec_backend(cfg: Any, options: Any, *, max_connections: int | None = None) -> Any:
+    """A spec's backend: :func:`local_backend` under engine vllm, else the one it describes."""
+    if getattr(options, "engine", None) == "vllm":
+        return local_backend(cfg, options, max_connections=max_connections)
+    from ._spec import build_backend
+
+    return build_backend(cfg, max_connections=max_connections)
 
 
 def check_options(options: Any) -> None:
