@@ -227,6 +227,10 @@ async def arun_batch_job(
     Rerunning the same call after an interruption (``kill -9`` included)
     picks up the batches the store records and creates none twice.
 
+    ``BatchOptions(engine="vllm", vllm_model=...)`` runs the same batch files
+    through vLLM's offline ``run_batch`` on a local model folder instead of a
+    provider (see ``_batch_vllm``); ``client`` then is not needed.
+
     Only the backends the batch API is for are batched (see
     :class:`BatchOptions` ``models``); a cascade's local tier runs live and
     only its escalated items' requests go into batches. The local answers are
@@ -236,14 +240,23 @@ async def arun_batch_job(
     opt = options or BatchOptions()
     judge = _check(judge, context)
     backends = _backends(judge, context)
-    batched = _batchable(opt, client is not None, backends)
-    client = client or _client_of(backends, batched)
+    local = opt.engine == "vllm" and client is None
+    batched = _batchable(opt, client is not None or local, backends)
+    client = client or (None if local else _client_of(backends, batched))
+    if local:  # checked before the store is opened: a wrong option changes nothing
+        from ._batch_vllm import check_options
+
+        check_options(opt)
     preparer = RowPreparer(kind, source)
     paths = expand_paths(source.path)
     fp = fingerprint_for(judge, context)
     chash = config_hash(fp)
     run_id = run_id or default_run_id(source, chash)
     st, owned = _open(store)
+    if local:
+        from ._batch_vllm import client_for
+
+        client = client_for(st.path, opt)
     table = BatchTable(st.path)
     try:
         _, resumed = st.open_run(

@@ -13,9 +13,9 @@ import json
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult
 from judgegraph.types import Pricing
@@ -46,6 +46,26 @@ class BatchOptions(BaseModel):
         description="only backends serving these models go through the batch API (default: every OpenAI backend);"
         " the others, e.g. a cascade's local tier, run live",
     )
+    engine: Literal["provider", "vllm"] = Field(
+        default="provider",
+        description="provider: the backend's Files and Batches API; vllm: the same JSONL through vLLM's offline"
+        " runner (python -m vllm.entrypoints.openai.run_batch) on a local model folder",
+    )
+    vllm_model: str | None = Field(default=None, description="engine vllm: the model folder run_batch loads")
+    vllm_python: str | None = Field(
+        default=None, description="engine vllm: an interpreter that imports vllm (default: this one)"
+    )
+    vllm_args: tuple[str, ...] = Field(default=(), description="engine vllm: more run_batch arguments")
+    vllm_processes: int = Field(default=1, ge=1, description="engine vllm: run_batch processes at a time")
+
+    @model_validator(mode="after")
+    def _engine(self) -> BatchOptions:
+        if self.engine == "vllm" and not self.vllm_model:
+            raise ValueError("engine 'vllm' needs vllm_model (--vllm-model): the model folder run_batch loads")
+        given = [n for n in ("vllm_model", "vllm_python") if getattr(self, n)] + (["vllm_args"] * bool(self.vllm_args))
+        if self.engine != "vllm" and given:
+            raise ValueError(f"{', '.join(given)} only apply to engine 'vllm' (--batch-engine vllm)")
+        return self
 
 
 def request_key(body: dict[str, Any]) -> str:
@@ -244,7 +264,8 @@ class BatchSettler:
                     del open_[local]
             self.report()
             if open_:
-                await asyncio.sleep(delay)
+                # A local runner's state is a file read: polling it often costs nothing.
+                await asyncio.sleep(min(delay, getattr(self.client, "poll_cap_s", delay)))
                 delay = min(delay * self.opt.poll_factor, self.opt.poll_max_s)
 
     async def _aread(self, r: BatchRow) -> None:
@@ -295,6 +316,8 @@ class BatchSettler:
             return key
         err = (rec.get("error") or body.get("error") or {}) if isinstance(body, dict) else {}
         err = err if isinstance(err, dict) else {"message": str(err)}
+        if isinstance(err.get("error"), dict):  # vLLM's run_batch nests its ErrorResponse
+            err = err["error"]
         self._fail(key, f"batch request failed: HTTP {status}: {err.get('message', 'no message')}")
         return key
 

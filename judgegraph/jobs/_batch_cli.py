@@ -15,6 +15,24 @@ from ._spec import build_backend, build_judge
 __all__ = ["dry_run"]
 
 
+def _backend(spec: Any, options: Any) -> Any:
+    if options.engine == "vllm":
+        from ._batch_vllm import local_backend
+
+        return local_backend(spec.backend, options)
+    return build_backend(spec.backend)
+
+
+def batch_options(spec: Any, given: dict[str, Any]) -> Any:
+    """The spec's batch options with what the command line gives instead (None: not given)."""
+    from ._batch_api import BatchOptions
+
+    base = (spec.batch_api or BatchOptions()).model_dump()
+    if given.get("engine") not in (None, "vllm"):  # the spec's vllm_* do not carry to another engine
+        base = {k: v for k, v in base.items() if not k.startswith("vllm_")}
+    return BatchOptions.model_validate({**base, **{k: v for k, v in given.items() if v is not None}})
+
+
 def dry_run(console: Console, spec: Any, store: Path, options: Any, *, as_json: bool, rerun_failed: bool) -> None:
     est = asyncio.run(
         aestimate_batch_job(
@@ -22,7 +40,7 @@ def dry_run(console: Console, spec: Any, store: Path, options: Any, *, as_json: 
             judge=build_judge(spec.judge),
             kind=spec.judge.kind,
             store=store if store.exists() else None,
-            context={"backend": build_backend(spec.backend)},
+            context={"backend": _backend(spec, options)},
             options=options,
             rerun_failed=rerun_failed,
         )

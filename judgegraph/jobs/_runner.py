@@ -23,6 +23,7 @@ from typing import Any
 from judgegraph.backends import Backend, RateLimiter
 from judgegraph.judges import Judge
 
+from ._batch_vllm import spec_backend
 from ._judging import failure_record, fingerprint_for, judge_prepared, limit_context, verdict_record
 from ._recorder import JobProgress, JobSummary, ProgressCallback, _Recorder, _summary
 from ._sources import count_rows, expand_paths, iter_rows
@@ -31,7 +32,6 @@ from ._spec import (
     PreparedRow,
     RowPreparer,
     SourceConfig,
-    build_backend,
     build_judge,
     config_hash,
 )
@@ -372,7 +372,7 @@ async def arun_spec(
     if batch_options is None:
         batch_options = spec.batch_api
     judge = build_judge(spec.judge)
-    b = backend or build_backend(spec.backend, max_connections=_pool_size(spec))
+    b = backend or spec_backend(spec.backend, batch_options if batch_api else None, max_connections=_pool_size(spec))
     return await arun_job(
         spec.source,
         judge=judge,

@@ -178,6 +178,17 @@ def eval_command(
     poll_interval: Annotated[
         float | None, typer.Option(help="Batch API: first wait between polls (s) [default: 5].")
     ] = None,
+    batch_engine: Annotated[
+        str | None, typer.Option(help="Batch API engine: provider, or vllm (vLLM's offline run_batch on --vllm-model).")
+    ] = None,
+    vllm_model: Annotated[str | None, typer.Option(help="--batch-engine vllm: the model folder.")] = None,
+    vllm_python: Annotated[
+        str | None, typer.Option(help="--batch-engine vllm: an interpreter with vllm [default: this one].")
+    ] = None,
+    vllm_arg: Annotated[
+        list[str] | None,
+        typer.Option(help="--batch-engine vllm: a run_batch argument (repeat), e.g. --vllm-arg=--dtype=float32"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     allow_failures: Annotated[
         bool, typer.Option("--allow-failures", help="Exit 0 even when rows are unparsed, errored or invalid.")
@@ -208,8 +219,11 @@ def eval_command(
         else:
             if not source:
                 raise _fail(console, "give input files, or --spec")
+            if model is None and vllm_model:  # the name the requests carry and run_batch serves
+                model = Path(vllm_model).name
             if model is None:
-                raise _fail(console, "--model is required (or use --spec)")
+                need = "--vllm-model (the model folder)" if batch_engine == "vllm" else "--model (or use --spec)"
+                raise _fail(console, f"{need} is required")
             pricing = None
             if price_in is not None or price_out is not None:
                 pricing = Pricing(input_per_mtok=price_in or 0.0, output_per_mtok=price_out or 0.0)
@@ -245,6 +259,8 @@ def eval_command(
                 "limits": {"concurrency": concurrency or 32, "rpm": rpm, "tpm": tpm},
             }
             spec = JobSpec.model_validate(data)
+    except typer.Exit:  # already reported
+        raise
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise _fail(console, f"invalid job: {problems}") from None
@@ -253,17 +269,25 @@ def eval_command(
     except Exception as exc:  # a YAML syntax error, and the like: one line, not a traceback
         raise _fail(console, f"{spec_file}: {type(exc).__name__}: {exc}") from None
 
-    from ._batch import BatchOptions
+    from ._batch_cli import batch_options as _batch_options
 
-    given = {"batch_discount": batch_discount, "poll_initial_s": poll_interval}
+    given = {
+        "batch_discount": batch_discount,
+        "poll_initial_s": poll_interval,
+        "engine": batch_engine,
+        "vllm_model": vllm_model,
+        "vllm_python": vllm_python,
+        "vllm_args": tuple(vllm_arg) if vllm_arg else None,
+    }
     try:  # the spec's options, with what the command line gives instead
-        batch_options = BatchOptions.model_validate(
-            {**(spec.batch_api or BatchOptions()).model_dump(), **{k: v for k, v in given.items() if v is not None}}
-        )
+        batch_options = _batch_options(spec, given)
     except ValidationError as exc:
-        raise _fail(console, f"invalid batch option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
+        e = exc.errors()[0]
+        raise _fail(
+            console, f"invalid batch option: {'.'.join(map(str, e['loc'])) or 'batch_api'}: {e['msg']}"
+        ) from None
     if batch_api is None:
-        batch_api = spec.batch_api is not None
+        batch_api = spec.batch_api is not None or batch_engine is not None
     if dry_run:
         from ._batch_cli import dry_run as _dry_run
 
