@@ -3,6 +3,11 @@
 Concurrent ``generate`` calls are gathered into batches (up to
 ``max_batch_size``, waiting at most ``batch_wait_s`` for company) and run in a
 worker thread, so the event loop stays free while the model computes.
+
+A gathered batch is run as one or more ``generate`` calls of prompts of similar
+length (``max_padding``): every prompt is padded to the longest in its call, and
+on CPU the prompt pass is compute-bound, so a padded position costs as much as a
+real one; each extra call costs one more decoding loop instead.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from judgegraph.pretrained import pretrained_source
 from judgegraph.types import Pricing, Usage
@@ -37,6 +42,7 @@ class TransformersBackend:
         device: str | None = None,
         max_batch_size: int = 8,
         batch_wait_s: float = 0.005,
+        max_padding: float | Literal["auto"] | None = "auto",
         pricing: Pricing | None = None,
     ) -> None:
         try:
@@ -64,7 +70,18 @@ class TransformersBackend:
         self.max_context: int | None = getattr(self._model.config, "max_position_embeddings", None)
         self.max_batch_size = max_batch_size
         self.batch_wait_s = batch_wait_s
-        self.batches_run = 0  # observable, for tests and benchmarks
+        # A gathered batch is split (prompts sorted by length) where padding
+        # to the longest would add more than this share of the real prompt
+        # tokens; None never splits. "auto": 0.25 on CPU, where the prompt pass
+        # dominates; never on GPU, where decoding steps dominate and a second
+        # call would repeat them.
+        if max_padding == "auto":
+            max_padding = None if self.device.startswith("cuda") else 0.25
+        if max_padding is not None and max_padding < 0:
+            raise ValueError(f"max_padding must be >= 0 or None, got {max_padding}")
+        self.max_padding: float | None = max_padding
+        self.batches_run = 0  # gathered batches; observable, for tests and benchmarks
+        self.generate_calls = 0  # model.generate calls those batches were run as
         # One computation at a time: generation and value scoring share the
         # cores, and running both at once only makes each slower.
         self._compute = threading.Lock()
@@ -182,11 +199,40 @@ class TransformersBackend:
             return self._run_batch_locked(requests)
 
     def _run_batch_locked(self, requests: list[GenerateRequest]) -> list[GenerateResult]:
+        self.batches_run += 1
+        prompts = [self._prompt(r) for r in requests]
+        lengths = [len(ids) for ids in self.tokenizer(prompts)["input_ids"]]
+        done: dict[int, GenerateResult] = {}
+        for group in self._groups(lengths):
+            outs = self._generate([requests[i] for i in group], [prompts[i] for i in group])
+            done.update(zip(group, outs, strict=True))
+        return [done[i] for i in range(len(requests))]
+
+    def _groups(self, lengths: list[int]) -> list[list[int]]:
+        """Indices of one gathered batch, grouped into ``generate`` calls:
+        ascending by prompt length, a new call starting where padding to the
+        newcomer's length would exceed ``max_padding`` of the real tokens."""
+        if self.max_padding is None or len(lengths) < 2:
+            return [list(range(len(lengths)))]
+        groups: list[list[int]] = []
+        current: list[int] = []
+        real = 0
+        for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+            n = lengths[i]  # the longest so far: the group would pad to it
+            if current and (len(current) + 1) * n > (1 + self.max_padding) * (real + n):
+                groups.append(current)
+                current, real = [], 0
+            current.append(i)
+            real += n
+        groups.append(current)
+        return groups
+
+    def _generate(self, requests: list[GenerateRequest], prompts: list[str]) -> list[GenerateResult]:
         import torch
 
-        self.batches_run += 1
+        self.generate_calls += 1
         tok = self.tokenizer
-        enc = tok([self._prompt(r) for r in requests], return_tensors="pt", padding=True).to(self.device)
+        enc = tok(prompts, return_tensors="pt", padding=True).to(self.device)
         max_new = max(r.max_tokens for r in requests)
         temperature = max(r.temperature for r in requests)
         gen_kwargs: dict[str, Any] = {"do_sample": False}

@@ -57,13 +57,52 @@ async def test_concurrent_calls_are_batched(backend: TransformersBackend) -> Non
     assert all(r.usage.completion_tokens <= 4 for r in results)
 
 
-async def test_batched_output_equals_single_output(backend: TransformersBackend) -> None:
+@pytest.fixture(scope="module")
+def unsplit(format_model: Path) -> TransformersBackend:
+    """Never splits a gathered batch by length: every prompt in it is padded."""
+    return TransformersBackend(format_model, max_batch_size=8, batch_wait_s=0.2, max_padding=None)
+
+
+@pytest.fixture(scope="module")
+def split(format_model: Path) -> TransformersBackend:
+    return TransformersBackend(format_model, max_batch_size=8, batch_wait_s=0.2, max_padding=0.25)
+
+
+def _ask(content: str) -> GenerateRequest:
+    return GenerateRequest(messages=(Message(role="user", content=content),), max_tokens=6)
+
+
+async def test_batched_output_equals_single_output(unsplit: TransformersBackend) -> None:
     # Left padding in a batch must not change greedy outputs.
-    req = GenerateRequest(messages=(Message(role="user", content="short"),), max_tokens=6)
-    long = GenerateRequest(messages=(Message(role="user", content="a much longer prompt " * 8),), max_tokens=6)
-    alone = await backend.generate(req)
-    together = await asyncio.gather(backend.generate(req), backend.generate(long))
+    req, long = _ask("short"), _ask("a much longer prompt " * 8)
+    alone = await unsplit.generate(req)
+    calls = unsplit.generate_calls
+    together = await asyncio.gather(unsplit.generate(req), unsplit.generate(long))
+    assert unsplit.generate_calls - calls == 1  # one padded call: the padding was exercised
     assert together[0].text == alone.text
+
+
+async def test_mixed_lengths_run_as_separate_calls_in_request_order(split: TransformersBackend) -> None:
+    reqs = [_ask("short"), _ask("a much longer prompt " * 8), _ask("tiny"), _ask("a much longer prompt " * 8 + "!")]
+    alone = [await split.generate(r) for r in reqs]
+    batches, calls = split.batches_run, split.generate_calls
+    together = await asyncio.gather(*(split.generate(r) for r in reqs))
+    assert split.batches_run - batches == 1  # gathered as one batch ...
+    assert split.generate_calls - calls == 2  # ... run as a short call and a long one
+    assert [r.text for r in together] == [r.text for r in alone]  # each caller gets its own answer
+    assert [r.usage.prompt_tokens for r in together] == [r.usage.prompt_tokens for r in alone]
+
+
+def test_grouping_by_length(split: TransformersBackend, unsplit: TransformersBackend) -> None:
+    assert split._groups([10, 100, 11, 10]) == [[0, 3, 2], [1]]
+    assert split._groups([50, 52, 49, 51]) == [[2, 0, 3, 1]]  # little padding: one call
+    assert split._groups([7]) == [[0]]
+    assert unsplit._groups([10, 100, 11]) == [[0, 1, 2]]
+
+
+def test_negative_max_padding_is_refused(format_model: Path) -> None:
+    with pytest.raises(ValueError, match="max_padding"):
+        TransformersBackend(format_model, max_padding=-0.1)
 
 
 async def test_pairwise_on_the_tiny_model_reports_status(backend: TransformersBackend) -> None:
