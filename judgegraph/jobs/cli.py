@@ -18,74 +18,15 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    SpinnerColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
+
+from ._cli_progress import JobBars, print_summary
+from ._cli_progress import progress_display as _progress
 
 __all__ = ["app", "eval_command", "report_command"]
 
 DEFAULT_STORE = "judgegraph.db"
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Batch evaluation jobs and their reports.")
-
-
-BATCH_STATES = ("submitting", "validating", "in_progress", "finalizing", "completed")
-BATCH_ENDS = ("failed", "expired", "cancelled")
-
-
-class _RateColumn(ProgressColumn):
-    def render(self, task: Task) -> Text:
-        if "batch" in task.fields:
-            return Text("")
-        speed = task.finished_speed or task.speed
-        return Text(f"{speed:,.1f} it/s" if speed else "-- it/s", style="progress.data.speed")
-
-
-class _CostColumn(ProgressColumn):
-    def render(self, task: Task) -> Text:
-        f = task.fields
-        if "batch" in f:
-            return Text(f"{f['batch']:,} requests", style="progress.data")
-        cost = f.get("cost")
-        text = f"${cost:,.4f}" if cost else f"{f.get('tokens', 0):,} tok"
-        return Text(text, style="green")
-
-
-class _ErrorColumn(ProgressColumn):
-    def render(self, task: Task) -> Text:
-        f = task.fields
-        if "batch" in f:
-            return Text("")
-        n = f.get("failed", 0) + f.get("invalid", 0)
-        return Text(
-            f"{f.get('failed', 0)} failed, {f.get('invalid', 0)} invalid", style="red" if n else "progress.data"
-        )
-
-
-def _progress(console: Console) -> Progress:
-    return Progress(
-        SpinnerColumn(),
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        _RateColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TimeElapsedColumn(),
-        _CostColumn(),
-        _ErrorColumn(),
-        console=console,
-        refresh_per_second=4,
-    )
 
 
 def _parse_pairs(values: list[str] | None, what: str) -> dict[str, str]:
@@ -202,7 +143,6 @@ def eval_command(
     from judgegraph.types import Pricing
 
     from . import JobSpec
-    from ._recorder import JobProgress
     from ._runner import arun_spec
     from ._store import Store
     from ._store_guard import StoreCommitError, StoreError
@@ -294,33 +234,10 @@ def eval_command(
         _dry_run(console, spec, store, batch_options, as_json=as_json, rerun_failed=rerun_failed)
         return
     bar = _progress(console) if progress else None
-    task_id = None
-    batch_tasks: dict[str, Any] = {}
-
-    def on_progress(p: JobProgress) -> None:
-        if bar is not None and task_id is not None:
-            bar.update(
-                task_id,
-                completed=p.done,
-                total=p.total,
-                cost=p.cost_usd,
-                tokens=p.tokens,
-                failed=p.failed,
-                invalid=p.invalid,
-            )
-            if p.batches:  # a bar per batch state, with the batches (and requests) in it
-                total = sum(p.batches.values())
-                shown = [*BATCH_STATES[1:], *(s for s in (*BATCH_ENDS, "submitting") if p.batches.get(s))]
-                for state in shown:
-                    if state not in batch_tasks:
-                        batch_tasks[state] = bar.add_task(f"batches {state.replace('_', ' ')}", total=total, batch=0)
-                    n = p.batches.get(state, 0)
-                    bar.update(batch_tasks[state], completed=n, total=total, batch=p.batch_requests.get(state, 0))
+    on_progress = JobBars(bar)
 
     try:
-        if bar is not None:
-            bar.start()
-            task_id = bar.add_task("judging", total=None, cost=0.0, tokens=0, failed=0, invalid=0)
+        on_progress.start()
         if engine not in ("local", "ray"):
             raise _fail(console, f"--engine must be local or ray, not {engine!r}")
         st = Store(store, busy_timeout_s=store_timeout)
@@ -394,29 +311,13 @@ def eval_command(
         if not allow_failures and (summary.unparsed or summary.errors or summary.invalid):
             raise typer.Exit(EXIT_ROWS_FAILED)
     else:
-        s = summary
-        console.print(
-            f"run [bold]{s.run_id}[/bold] in {s.store}: {s.rows} rows, {s.judged} judged now, "
-            f"{s.cached} already done; ok {s.ok}, unparsed {s.unparsed}, error {s.errors}, invalid {s.invalid}; "
-            f"cost {_cost(s.cost_usd)} ({s.tokens:,} tokens)",
-            highlight=False,
-        )
-        for p in s.problems[:20]:
-            console.print(f"  [red]•[/red] {escape(p)}", highlight=False)
-        if s.problems_total > 20:
-            console.print(f"  … and {s.problems_total - 20} more (see the report)")
-        console.print(f"report: judgegraph report {escape(s.run_id)} --store {escape(s.store)}", highlight=False)
-        failed = s.unparsed + s.errors + s.invalid
+        failed = print_summary(console, summary)
         if failed and not allow_failures:
             console.print(
-                f"[red]{failed} of {s.rows} rows failed or were invalid[/red]: exit code {EXIT_ROWS_FAILED} "
+                f"[red]{failed} of {summary.rows} rows failed or were invalid[/red]: exit code {EXIT_ROWS_FAILED} "
                 "(--allow-failures to exit 0)"
             )
             raise typer.Exit(EXIT_ROWS_FAILED)
-
-
-def _cost(usd: float | None) -> str:
-    return "unpriced" if usd is None else f"${usd:.4f}"
 
 
 def report_command(
