@@ -137,6 +137,7 @@ def cache_key(request: GenerateRequest, *, backend: str, model: str, server: str
     """The cache key of one call: every request field plus who answers it."""
     fields = {f.name: getattr(request, f.name) for f in dataclasses.fields(request)}
     fields["messages"] = [m.model_dump() for m in request.messages]
+    fields.pop("repair")  # a repair's messages differ already; keys stay as they were before the flag
     payload = {
         "request": fields,
         "backend": backend,

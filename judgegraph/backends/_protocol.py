@@ -45,6 +45,9 @@ class GenerateRequest:
     # judge-call cache keys on it, since a new version may parse differently.
     template_id: str | None = None
     template_version: int | None = None
+    # A second request after an unreadable verdict. The model sees the same
+    # messages either way; the batch engine may send repairs live by option.
+    repair: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,9 @@ class GenerateResult:
     finish_reason: str | None = None
     attempts: int = 1
     latency_s: float = 0.0
+    # What this call was billed, when the backend knows better than its own
+    # pricing (a batch engine's live repair, billed at the live price).
+    cost_usd: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

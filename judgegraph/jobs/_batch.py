@@ -146,12 +146,15 @@ def _wrap(
     discount: float,
     batched: Callable[[Backend], bool],
     local: Callable[[Backend], Backend],
+    live_repairs: bool = False,
 ) -> Any:
     wrapped: dict[int, Backend] = {}
 
     def wrap(b: Backend) -> Backend:
         if id(b) not in wrapped:
-            wrapped[id(b)] = AnswerBackend(b, book, discount=discount) if batched(b) else local(b)
+            wrapped[id(b)] = (
+                AnswerBackend(b, book, discount=discount, live_repairs=live_repairs) if batched(b) else local(b)
+            )
         return wrapped[id(b)]
 
     ctx = {k: wrap(v) if isinstance(v, Backend) else v for k, v in (context or {}).items()}
@@ -279,6 +282,7 @@ async def arun_batch_job(
                 opt.batch_discount,
                 batched,
                 lambda b: LiveOnce(b, memo),
+                live_repairs=opt.repairs == "live",
             )
 
             def on_states(batches: dict[str, int], requests: dict[str, int]) -> None:

@@ -8,6 +8,7 @@ carried it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable
@@ -57,6 +58,11 @@ class BatchOptions(BaseModel):
     )
     vllm_args: tuple[str, ...] = Field(default=(), description="engine vllm: more run_batch arguments")
     vllm_processes: int = Field(default=1, ge=1, description="engine vllm: run_batch processes at a time")
+    repairs: Literal["batch", "live"] = Field(
+        default="batch",
+        description="batch: an unreadable verdict's repair request goes into a follow-up batch; live: it is sent"
+        " at once, at the live price, so the item settles in one batch round",
+    )
 
     @model_validator(mode="after")
     def _engine(self) -> BatchOptions:
@@ -93,7 +99,9 @@ class AnswerBackend:
     is the batch price.
     """
 
-    def __init__(self, inner: Backend, book: AnswerBook, *, discount: float) -> None:
+    def __init__(self, inner: Backend, book: AnswerBook, *, discount: float, live_repairs: bool = False) -> None:
+        self.inner = inner
+        self.live_repairs = live_repairs
         self.name = inner.name
         self.model = inner.model
         self.capabilities = inner.capabilities
@@ -115,6 +123,13 @@ class AnswerBackend:
         key = request_key(body)
         if key in self.book.answers:
             return self.book.answers[key]
+        if request.repair and self.live_repairs:
+            # Sent live and billed at the live price; kept so a later round reuses it.
+            res = await self.inner.generate(request)
+            p = self.inner.pricing
+            res = dataclasses.replace(res, cost_usd=p.cost(res.usage) if p is not None else None)
+            self.book.answers[key] = res
+            return res
         if key in self.book.failed:
             raise BackendError(self.book.failed[key])
         if self.book.closed:

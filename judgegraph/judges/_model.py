@@ -15,7 +15,7 @@ from judgegraph._parsing import Parsed, ParseError, json_body, parse_output
 from judgegraph._score_distribution import DistributionMethod
 from judgegraph._templates import Template, get_template
 from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult
-from judgegraph.types import Message, Provenance, Status, Usage
+from judgegraph.types import Message, Pricing, Provenance, Status, Usage
 
 from ._base import Judge, find_in_context
 from ._distribution import adistributions
@@ -46,6 +46,9 @@ class Outcome:
     # Score B's distribution for a pair of scores; how both were read.
     second_distribution: dict[int | str, float] | None = None
     distribution_method: DistributionMethod | None = None
+    # Calls whose backend said what they were billed: that cost, and their
+    # tokens (not priced again by the backend's own pricing).
+    billed: tuple[float, Usage] = (0.0, Usage())
 
 
 _REPAIR = "Your previous answer could not be read ({reason}). Answer again in the required format. {fmt}"
@@ -145,6 +148,7 @@ class ModelJudge(Judge[InT, OutT]):
             template_version=self.template.version,
         )
         usage, attempts, started = Usage(), 0, time.perf_counter()
+        billed: tuple[float, Usage] = (0.0, Usage())
         raw: str | None = None
         reason: str | None = None
         model = backend.model
@@ -162,6 +166,7 @@ class ModelJudge(Judge[InT, OutT]):
                     time.perf_counter() - started,
                     model,
                     None,
+                    billed=billed,
                 )
             except Exception as exc:  # a backend bug must not kill a batch either
                 return Outcome(
@@ -174,8 +179,11 @@ class ModelJudge(Judge[InT, OutT]):
                     time.perf_counter() - started,
                     model,
                     None,
+                    billed=billed,
                 )
             usage, attempts, raw, model = usage + res.usage, attempts + res.attempts, res.text, res.model
+            if res.cost_usd is not None:
+                billed = (billed[0] + res.cost_usd, billed[1] + res.usage)
             try:
                 parsed = parse_output(
                     res.text,
@@ -201,6 +209,7 @@ class ModelJudge(Judge[InT, OutT]):
                             Message(role="assistant", content=res.text[-2000:] or "(empty)"),
                             Message(role="user", content=fix),
                         ),
+                        repair=True,
                     )
                 continue
             dists = await adistributions(
@@ -225,15 +234,28 @@ class ModelJudge(Judge[InT, OutT]):
                 dists.first,
                 dists.second,
                 dists.method,
+                billed=billed,
             )
-        return Outcome(Status.UNPARSED, None, raw, reason, usage, attempts, time.perf_counter() - started, model, None)
+        return Outcome(
+            Status.UNPARSED,
+            None,
+            raw,
+            reason,
+            usage,
+            attempts,
+            time.perf_counter() - started,
+            model,
+            None,
+            billed=billed,
+        )
 
     def _provenance(
         self, backend: Backend, outcomes: Sequence[Outcome], status: Status, latency_s: float
     ) -> Provenance:
-        usage = Usage()
+        usage, known_cost, known = Usage(), 0.0, Usage()
         for o in outcomes:
-            usage = usage + o.usage
+            usage, known_cost, known = usage + o.usage, known_cost + o.billed[0], known + o.billed[1]
+        cost = price_rest(backend.pricing, usage, known_cost, known)
         return Provenance(
             judge=self.name or type(self).__name__,
             backend=backend.name,
@@ -242,10 +264,22 @@ class ModelJudge(Judge[InT, OutT]):
             template_version=self.template.version,
             latency_s=latency_s,
             usage=usage,
-            cost_usd=backend.pricing.cost(usage) if backend.pricing else None,
+            cost_usd=cost,
             attempts=sum(o.attempts for o in outcomes),
             status=status,
         )
+
+
+def price_rest(pricing: Pricing | None, usage: Usage, known_cost: float, known: Usage) -> float | None:
+    """The cost of ``usage``: ``known_cost`` for the ``known`` part billed
+    already, the rest at ``pricing``; None when some of it has no price."""
+    rest = Usage(
+        prompt_tokens=usage.prompt_tokens - known.prompt_tokens,
+        completion_tokens=usage.completion_tokens - known.completion_tokens,
+    )
+    if pricing is None:
+        return known_cost if known != Usage() and rest == Usage() else None
+    return known_cost + pricing.cost(rest)
 
 
 def _as_backend(obj: Any) -> Backend:

@@ -137,6 +137,27 @@ async def test_batch_verdicts_equal_live_verdicts(tmp_path: Path) -> None:
     assert states == ["completed"] * 5
 
 
+async def test_repairs_sent_live_settle_in_one_round_at_the_live_price(tmp_path: Path) -> None:
+    src = _items(tmp_path / "items.jsonl", 9)
+    with LoopbackServer(Judge()) as server:
+        live = await arun_spec(_spec(src, server.url), store=tmp_path / "live.db", run_id="r")
+        live_calls = server.calls["/v1/chat/completions"]
+        api = BatchAPI.attach(server, complete_after_polls=1)
+        opts = FAST.model_copy(update={"max_requests_per_file": 8, "repairs": "live"})
+        batch = await arun_spec(
+            _spec(src, server.url), store=tmp_path / "batch.db", run_id="r", batch_api=True, batch_options=opts
+        )
+        sent_live = server.calls["/v1/chat/completions"] - live_calls
+    assert sent_live == 2  # item 5's two repairs, and nothing else
+    lv, bv = _verdicts(tmp_path / "live.db", "r"), _verdicts(tmp_path / "batch.db", "r")
+    assert {k: v[:5] for k, v in bv.items()} == {k: v[:5] for k, v in lv.items()}
+    # 18 first-round requests split 8/8/2, then item 6's refused pair resubmitted: no follow-up batch.
+    assert api.batches_created == 4 and api.requests_billed == 16  # the 2 repairs were not batch-billed
+    # The repairs are billed at the live price, the rest at half of it.
+    assert live.cost_usd is not None and batch.cost_usd is not None
+    assert live.cost_usd * 0.5 < batch.cost_usd < live.cost_usd
+
+
 @pytest.mark.parametrize("fault", ["fail", "expire"])
 async def test_failed_or_expired_batch_is_an_error_per_item(tmp_path: Path, fault: str) -> None:
     src = _items(tmp_path / "items.jsonl", 4)
