@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from judgegraph.backends import RateLimitedBackend, RateLimiter, TokenBucket
 
+from ._aliases import run_job, run_spec
 from ._batch import BatchEstimate, BatchOptions, aestimate_batch_job, arun_batch_job
 from ._judging import fingerprint_for
 from ._recorder import JobProgress, JobSummary, ProgressCallback
-from ._runner import arun_job, arun_spec, run_job, run_spec
+from ._runner import arun_job, arun_spec
 from ._sources import Shard, detect_format, expand_paths, iter_rows
 from ._sources_files import SourceRow
 from ._sources_traces import langsmith_row, otel_rows

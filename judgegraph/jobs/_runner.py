@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 import time
-import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -38,7 +36,7 @@ from ._spec import (
 from ._store import Store
 from ._store_guard import StoreCommitError, StoreError
 
-__all__ = ["arun_job", "arun_spec", "run_job", "run_spec"]
+__all__ = ["arun_job", "arun_spec"]
 
 _log = logging.getLogger("judgegraph.jobs")
 
@@ -389,18 +387,3 @@ async def arun_spec(
         batch_api=batch_api,
         batch_options=batch_options,
     )
-
-
-def _deprecated(new: Callable[..., Any], old: str) -> Callable[..., Any]:
-    @functools.wraps(new)
-    def alias(*args: Any, **kwargs: Any) -> Any:
-        warnings.warn(f"{old} is now {new.__name__}; the old name will go", DeprecationWarning, stacklevel=2)
-        return new(*args, **kwargs)
-
-    alias.__name__ = alias.__qualname__ = old
-    return alias
-
-
-# The names the README used before async functions took the ``a`` prefix.
-run_job = _deprecated(arun_job, "run_job")
-run_spec = _deprecated(arun_spec, "run_spec")
