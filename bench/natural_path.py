@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing as mp
-import resource
 import statistics
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-ANSWER = '{"feedback": "Covers the steps.", "score": 5}'
+from guardrail import _cpu, _serve  # the same loopback server, answer and CPU clock
+
 PROMPT = (
     "You grade answers for correctness. Give a short reason, then a score from 1 (wrong) to 5 (fully correct).\n"
     "<question>\n{q}\n</question>\n<answer>\n{a}\n</answer>"
@@ -45,23 +46,16 @@ SCHEMA = {
 }
 
 
-def _respond(req: Any) -> Any:
-    from judgegraph.testing import Reply
-
-    return Reply(ANSWER)
-
-
-def _serve(conn: Any) -> None:
-    from judgegraph.testing import LoopbackServer
-
-    with LoopbackServer(_respond) as server:
-        conn.send(server.url)
-        conn.recv()  # block until told to stop
-
-
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+@contextlib.contextmanager
+def serving() -> Iterator[str]:
+    """The guardrail bench's loopback server (same answer), in its own process: its URL."""
+    parent, child = mp.Pipe()
+    server = mp.Process(target=_serve, args=(child,), daemon=True)
+    server.start()
+    try:
+        yield parent.recv()
+    finally:
+        parent.send("stop")
 
 
 async def _run(url: str, calls: int, reps: int, warmup: int) -> list[tuple[float, float]]:
@@ -113,14 +107,8 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--write", type=Path, help="append the table as markdown to this file")
     args = ap.parse_args()
-    parent, child = mp.Pipe()
-    server = mp.Process(target=_serve, args=(child,), daemon=True)
-    server.start()
-    url = parent.recv()
-    try:
+    with serving() as url:
         rows = asyncio.run(_run(url, args.calls, args.reps, args.warmup))
-    finally:
-        parent.send("stop")
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     lines = [
         f"natural path, {args.calls} calls x {args.reps} reps, load {load}",

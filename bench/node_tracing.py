@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing as mp
-import resource
 import statistics
 import sys
 from collections.abc import Awaitable, Callable
@@ -33,12 +31,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 sys.path.insert(0, str(Path(__file__).parent))
-from natural_path import _serve  # the same loopback server and answer
-
-
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+from natural_path import _cpu, serving  # the same loopback server, answer and CPU clock
 
 
 async def _run(url: str, calls: int, reps: int, warmup: int) -> dict[str, list[float]]:
@@ -129,14 +122,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=50)
     args = ap.parse_args()
-    parent, child = mp.Pipe()
-    server = mp.Process(target=_serve, args=(child,), daemon=True)
-    server.start()
-    url = parent.recv()
-    try:
+    with serving() as url:
         rows = asyncio.run(_run(url, args.calls, args.reps, args.warmup))
-    finally:
-        parent.send("stop")
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     base = rows["bare"]
     print(f"{args.calls} calls x {args.reps} reps, load {load}")
