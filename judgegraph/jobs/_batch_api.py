@@ -308,8 +308,6 @@ class BatchSettler:
                 self._fail(k, why)
 
     def _take_line(self, line: str) -> str:
-        from openai.types.chat import ChatCompletion
-
         from judgegraph.backends import result_from_completion
 
         try:
@@ -325,7 +323,7 @@ class BatchSettler:
         body = resp.get("body") or {}
         if status == 200:
             try:
-                self.book.answers[key] = result_from_completion(ChatCompletion.model_validate(body), "")
+                self.book.answers[key] = result_from_completion(body, "")  # the decoded JSON, read as a live call's is
             except (ValueError, BackendError) as exc:
                 self._fail(key, f"malformed batch output line: {type(exc).__name__}")
             return key
