@@ -87,6 +87,7 @@ def test_evaluate_offline_sends_nothing(langsmith_sink: list[Any], loopback: typ
         )
         rows = list(results)
         calls = sum(server.calls.values())
+    _wait_for_uploads()
     _check(_by_country(rows))
     assert calls == 4  # France, Italy, Spain + Spain's repair request
     assert langsmith_sink == []
@@ -100,6 +101,7 @@ async def test_aevaluate_offline_sends_nothing(langsmith_sink: list[Any], loopba
             _atarget, data=_examples(), evaluators=[ev], upload_runs=False, client=offline_client()
         )
         rows = [row async for row in results]
+    _wait_for_uploads()
     _check(_by_country(rows))
     assert langsmith_sink == []
 
@@ -200,10 +202,13 @@ def tracing_on(langsmith_sink: list[Any], monkeypatch: pytest.MonkeyPatch) -> It
 
 
 def _wait_for_uploads() -> None:
-    """Tracers upload from a background thread: let them finish before looking at the sink."""
+    """Tracers upload from a background thread (through LangSmith's cached
+    client): let them finish before looking at the sink."""
     from langchain_core.tracers.langchain import wait_for_all_tracers
+    from langsmith.run_trees import get_cached_client
 
     wait_for_all_tracers()
+    get_cached_client().flush()
 
 
 def test_evaluate_offline_with_tracing_on_sends_nothing(tracing_on: list[Any], loopback: type) -> None:
