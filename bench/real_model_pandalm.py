@@ -53,10 +53,11 @@ def main() -> None:
     ap.add_argument("--zero-shot-only", action="store_true", help="skip the LoRA fine-tune (CPU time)")
     ap.add_argument(
         "--readout",
-        choices=("generate", "forced", "both"),
+        choices=("generate", "forced", "both", "none"),
         default="generate",
         help="zero-shot readout: the judge's own generated verdict, and/or a forced choice "
-        "(argmax of P(A), P(B), P(TIE) right after '[RESULT] ', from the logits)",
+        "(argmax of P(A), P(B), P(TIE) right after '[RESULT] ', from the logits); "
+        "none: go straight to the fine-tune",
     )
     ap.add_argument("--show", type=int, default=2, help="print this many raw zero-shot outputs")
     ap.add_argument("--work", type=Path, default=ROOT / ".judgegraph" / "bench-pandalm")
@@ -162,8 +163,17 @@ def main() -> None:
     work = args.work
     result = train_sft(model, ds, work / "run", options=opts, progress=False)
     exported = export_for_serving(result.final_dir, work / "export", name="smollm2-pandalm")
+    print(f"trained {result.steps} steps in {result.runtime_s:.0f} s, loss {result.train_loss}", flush=True)
     tuned, tuned_s = judge_on(exported.directory, 8)
     print(f"fine-tuned: {tuned.summary()} ({tuned_s:.0f} s); train {result.runtime_s:.0f} s", flush=True)
+    started = time.perf_counter()
+    tuned_forced = asyncio.run(_forced(exported.directory, held))
+    row["fine_tuned_forced_choice"] = {
+        "agreement": agree(tuned_forced),
+        "predicted": dict(Counter(tuned_forced)),
+        "seconds": round(time.perf_counter() - started),
+    }
+    print(f"fine-tuned forced choice: {row['fine_tuned_forced_choice']}", flush=True)
 
     row["fine_tuned"] = {
         "agreement": tuned.agreement,

@@ -8,6 +8,10 @@ A gathered batch is run as one or more ``generate`` calls of prompts of similar
 length (``max_padding``): every prompt is padded to the longest in its call, and
 on CPU the prompt pass is compute-bound, so a padded position costs as much as a
 real one; each extra call costs one more decoding loop instead.
+
+The prompt head that calls share (chat header, system message, the template's
+opening) is computed once and each call starts from a copy of its attention
+cache (``prefix_cache``; see ``_prefix_cache``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any, Literal
 from judgegraph.pretrained import pretrained_source
 from judgegraph.types import Pricing, Usage
 
+from ._prefix_cache import PrefixCache, cache_kwarg, output_cache
 from ._protocol import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
 from ._tgi import chatml_prompt
 
@@ -43,6 +48,7 @@ class TransformersBackend:
         max_batch_size: int = 8,
         batch_wait_s: float = 0.005,
         max_padding: float | Literal["auto"] | None = "auto",
+        prefix_cache: bool = True,
         pricing: Pricing | None = None,
     ) -> None:
         try:
@@ -80,6 +86,9 @@ class TransformersBackend:
         if max_padding is not None and max_padding < 0:
             raise ValueError(f"max_padding must be >= 0 or None, got {max_padding}")
         self.max_padding: float | None = max_padding
+        # Off only to compare against, or for a model whose cache cannot be
+        # copied and repeated (DynamicCache can).
+        self.prefix_cache: PrefixCache | None = PrefixCache(self._model, device=self.device) if prefix_cache else None
         self.batches_run = 0  # gathered batches; observable, for tests and benchmarks
         self.generate_calls = 0  # model.generate calls those batches were run as
         # One computation at a time: generation and value scoring share the
@@ -166,22 +175,35 @@ class TransformersBackend:
                 break
         with self._compute, torch.inference_mode():
             digits = self._digit_mask()
-            ids = torch.tensor([seqs[0][:common]], device=self.device)
-            head = self._model(input_ids=ids, use_cache=True)
+            start, cached = self._head([seqs[0][:common]])
+            head = self._model(
+                input_ids=torch.tensor([seqs[0][start:common]], device=self.device), use_cache=True, **cached
+            )
             first = head.logits[0, -1].float().log_softmax(-1)
+            kw = cache_kwarg(self._model)
             out: list[float] = []
             for seq in seqs:
                 rest = seq[common:]
                 step = self._model(
                     input_ids=torch.tensor([rest], device=self.device),
-                    past_key_values=copy.deepcopy(head.past_key_values),
                     use_cache=True,
+                    **{kw: copy.deepcopy(output_cache(head))},
                 )
                 lps = step.logits[0].float().log_softmax(-1)
                 total = float(first[rest[0]]) + sum(float(lps[j - 1, rest[j]]) for j in range(1, len(rest)))
                 ends = 1.0 - float(lps[-1].exp()[digits].sum())
                 out.append(total + float(torch.tensor(max(ends, 1e-30)).log()))
         return out
+
+    def _head(self, seqs: list[list[int]]) -> tuple[int, dict[str, Any]]:
+        """Where these prompts' own computation starts, and the ``generate`` /
+        ``forward`` keyword with a private copy of the cached head before it."""
+        if self.prefix_cache is None:
+            return 0, {}
+        n, cache = self.prefix_cache.head_for(seqs)
+        if cache is None:
+            return 0, {}
+        return n, {self.prefix_cache.kwarg: PrefixCache.copy_for(cache, len(seqs))}
 
     def _digit_mask(self) -> Any:
         """Ids of the tokens whose text starts with a digit (they continue a number)."""
@@ -232,7 +254,19 @@ class TransformersBackend:
 
         self.generate_calls += 1
         tok = self.tokenizer
-        enc = tok(prompts, return_tensors="pt", padding=True).to(self.device)
+        seqs = [list(ids) for ids in tok(prompts)["input_ids"]]
+        start, cached = self._head(seqs)
+        # [cached head][left padding][rest of the prompt]: padding sits after
+        # the head, and positions come from the mask, so each prompt's tokens
+        # keep the positions they have unpadded.
+        width = max(len(s) for s in seqs) - start
+        pad = tok.pad_token_id
+        rows = [s[:start] + [pad] * (width + start - len(s)) + s[start:] for s in seqs]
+        masks = [[1] * start + [0] * (width + start - len(s)) + [1] * (len(s) - start) for s in seqs]
+        enc = {
+            "input_ids": torch.tensor(rows, device=self.device),
+            "attention_mask": torch.tensor(masks, device=self.device),
+        }
         max_new = max(r.max_tokens for r in requests)
         temperature = max(r.temperature for r in requests)
         gen_kwargs: dict[str, Any] = {"do_sample": False}
@@ -245,6 +279,7 @@ class TransformersBackend:
                 output_scores=True,
                 return_dict_in_generate=True,
                 pad_token_id=tok.pad_token_id,
+                **cached,
                 **gen_kwargs,
             )
         prompt_len = enc["input_ids"].shape[1]
