@@ -21,6 +21,7 @@ that is the out-of-sample check of "agreement held while escalation fell".
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import random
 import sys
@@ -90,7 +91,32 @@ def teacher_for(items: list[PandaLMItem], cost_per_call: float) -> ReplayJudge:
     return ReplayJudge(table, name="gpt-3.5-turbo (replay)", cost_usd=cost_per_call)
 
 
+def on_test(fw: Flywheel, test: list[PandaLMItem], teacher_v: dict[str, PairwiseVerdict]) -> dict[str, Any]:
+    """The cascade in service after a round, on the fixed test prompts: the
+    same items every round, never shown to the flywheel, so a change between
+    rounds is the judge's and not a new batch's."""
+    cascade, _ = asyncio.run(fw.acascade())
+    inputs = [it.to_pairwise_input() for it in test]
+    out = asyncio.run(cascade.ajudge_many(inputs, max_concurrency=16))
+    n = len(test)
+    # No champion yet: the teacher judges alone, every item is its call.
+    escalated = n if fw.state.champion is None else sum(len(r.tiers) > 1 for r in out)
+    return {
+        "n": n,
+        "escalated": escalated / n,
+        "cascade": sum(matches(r, it.gold_winner) for r, it in zip(out, test, strict=True)) / n,  # type: ignore[arg-type]
+        "teacher": sum(matches(teacher_v[item_key(i)], it.gold_winner) for i, it in zip(inputs, test, strict=True)) / n,  # type: ignore[arg-type]
+    }
+
+
 def run_seed(args: argparse.Namespace, seed: int, items: list[PandaLMItem]) -> dict[str, Any]:
+    test: list[PandaLMItem] = []
+    everything = items  # the replayed teacher knows every item, test items too
+    if args.test_fraction:
+        # Prompts set aside before anything else; the flywheel sees neither
+        # their labels nor their items.
+        outer = split_pandalm_by_prompt(items, heldout_fraction=args.test_fraction, seed=seed + 1000)
+        items, test = list(outer.train), list(outer.heldout)
     split = split_pandalm_by_prompt(items, heldout_fraction=args.heldout_fraction, seed=seed)
     batches = batches_by_prompt(split.train, args.rounds, seed)
     labels: dict[str, Winner] = {item_key(it.to_pairwise_input()): it.gold_winner for it in split.train}  # type: ignore[misc]
@@ -108,16 +134,21 @@ def run_seed(args: argparse.Namespace, seed: int, items: list[PandaLMItem]) -> d
     fw = Flywheel(
         workdir,
         heldout=heldout_traces(split.heldout),
-        teacher=teacher_for(items, args.cost_per_call),
+        teacher=teacher_for(everything, args.cost_per_call),
         trainer=ProbeTrainer(encoder=str(encoder_path()), options={"lexical": args.lexical}),
         settings=settings,
         log=lambda s: print(f"[seed {seed}] {s}", flush=True),
     )
+    test_v = {item_key(it.to_pairwise_input()): it.recorded_verdict("gpt-3.5-turbo") for it in test}
+    test_rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     if fw.pending() is not None:
         fw.run_round()
     for b in batches[len([r for r in fw.rounds() if r.stage == "done"]) :]:
         fw.run_round([FlywheelItem(input=it.to_pairwise_input(), id=str(it.idx)) for it in b])
+        if test:
+            test_rows.append(on_test(fw, test, test_v) | {"round": len(fw.rounds())})
+            print(f"[seed {seed}] test set after round {len(fw.rounds())}: {test_rows[-1]}", flush=True)
     wall = time.perf_counter() - started
     write_flywheel_report(workdir)
     # Out of sample: each batch against its human labels, which the flywheel never saw.
@@ -138,6 +169,7 @@ def run_seed(args: argparse.Namespace, seed: int, items: list[PandaLMItem]) -> d
         "report": build_flywheel_report(workdir).model_dump(mode="json"),
         "markdown": render_flywheel_markdown(build_flywheel_report(workdir)),
         "batch_vs_labels": batch_rows,
+        "test_after_round": test_rows,
         "wall_s": wall,
     }
 
@@ -173,6 +205,28 @@ def summary(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def test_summary(results: list[dict[str, Any]]) -> str:
+    """The fixed test set after each round, mean over seeds."""
+    lines = [
+        f"\n### Fixed test set, the cascade in service after each round (mean over {len(results)} seeds)\n",
+        "| after round | escalated | cascade | teacher alone | seeds where escalation fell since the last round |",
+        "|---|---|---|---|---|",
+    ]
+    rows = min(len(r["test_after_round"]) for r in results)
+    for k in range(rows):
+        at = [r["test_after_round"][k] for r in results]
+        fell = sum(
+            k > 0 and a["escalated"] < r["test_after_round"][k - 1]["escalated"]
+            for a, r in zip(at, results, strict=True)
+        )
+        mean = {f: 100 * sum(a[f] for a in at) / len(at) for f in ("escalated", "cascade", "teacher")}
+        lines.append(
+            f"| {k + 1} | {mean['escalated']:.1f}% | {mean['cascade']:.1f}% | {mean['teacher']:.1f}% "
+            f"| {fell if k else 'n/a'} of {len(at)} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
@@ -182,6 +236,12 @@ def main() -> int:
     ap.add_argument("--min-kept", type=int, default=30)
     ap.add_argument("--audit-rate", type=float, default=0.1)
     ap.add_argument("--heldout-fraction", type=float, default=0.3)
+    ap.add_argument(
+        "--test-fraction",
+        type=float,
+        default=0.0,
+        help="share of prompts set aside first as a fixed test set, judged by the cascade in service after every round",
+    )
     ap.add_argument("--promote-on", choices=("agreement", "escalation"), default="agreement")
     ap.add_argument("--promote-tolerance", type=float, default=0.0)
     ap.add_argument("--lexical", type=int, choices=(1, 2), default=1, help="probe signals: 2 is the quickstart's judge")
@@ -200,6 +260,8 @@ def main() -> int:
         for b in r["batch_vs_labels"]:
             print(f"| {b['round']} | {b['n']} | {100 * b['cascade']:.1f}% | {100 * b['teacher']:.1f}% |")
     print(summary(results))
+    if results[0]["test_after_round"]:
+        print(test_summary(results))
     if args.json:
         Path(args.json).write_text(
             json.dumps({"args": vars(args), "results": results}, indent=2) + "\n", encoding="utf-8"

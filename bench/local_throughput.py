@@ -45,6 +45,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TEMPLATE = "pairwise-choice"
+HEADS: dict[str, int] = {}  # the prefix cache's counts in the last (b) round
 
 
 def _items(n: int, max_chars: int, shuffle: int | None) -> list[Any]:
@@ -95,6 +96,9 @@ def _fresh(model: Path, args: Any, items: list[Any], *, prefix_cache: bool, max_
         model, max_batch_size=args.concurrency, prefix_cache=prefix_cache, max_padding=max_padding
     )
     wall, _ = asyncio.run(_judge(backend, items, args.max_tokens, args.concurrency))
+    if backend.prefix_cache is not None:
+        HEADS["prompts_from_a_head"] = backend.prefix_cache.hits
+        HEADS["head_tokens_saved"] = backend.prefix_cache.tokens_saved
     return wall
 
 
@@ -168,6 +172,9 @@ def main() -> None:
         res[f"{name}_per_s"] = [round(x, 4) for x in rates]
         if name != "a":
             res[f"{name}_over_a_median"] = statistics.median(x / y for x, y in zip(rates, per_s["a"], strict=True))
+    if HEADS:
+        # Warm-up item included; the share is of all prompt tokens (b) sent.
+        res["b_prefix_cache_last_round"] = HEADS | {"prompt_tokens": sum(lengths) + lengths[0]}
     if not args.no_vllm:
         import _vllm
 
