@@ -32,7 +32,7 @@ def cache_kwarg(model: Any) -> str:
 
 def output_cache(out: Any) -> Any:
     cache = getattr(out, "cache", None)
-    return cache if cache is not None else out.past_key_values
+    return cache if cache is not None else getattr(out, "past_key_values", None)
 
 
 def common_prefix(seqs: Sequence[Sequence[int]]) -> int:
@@ -62,6 +62,7 @@ class PrefixCache:
         self._kw = cache_kwarg(model)
         self._entries: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self._last: list[int] | None = None
+        self.usable = True
         self.hits = 0  # prompts started from a cached head; for tests and benchmarks
         self.tokens_saved = 0
 
@@ -73,6 +74,8 @@ class PrefixCache:
         """(head length, cache of one sequence) to start these prompts from;
         (0, None) when no head is cached or worth caching. Call under the
         backend's compute lock: building a head runs the model."""
+        if not self.usable:
+            return 0, None
         limit = min(len(s) for s in seqs) - 1
         best: tuple[int, ...] | None = None
         for key in self._entries:
@@ -86,8 +89,11 @@ class PrefixCache:
         # A lone first prompt shares nothing yet: its whole text is no head.
         shared = min(common_prefix(pool), limit) if len(pool) > 1 else 0
         if shared >= self.min_tokens and (best is None or shared > len(best) + self.min_tokens):
+            built = self._build(tuple(seqs[0][:shared]))
+            if built is None:
+                return 0, None
             best = tuple(seqs[0][:shared])
-            self._entries[best] = self._build(best)
+            self._entries[best] = built
             while len(self._entries) > self.capacity:
                 self._entries.popitem(last=False)
         if best is None:
@@ -103,7 +109,15 @@ class PrefixCache:
         ids = torch.tensor([list(head)], device=self._device)
         with torch.inference_mode():
             out = self._model(input_ids=ids, use_cache=True)
-        return output_cache(out)
+        cache = output_cache(out)
+        # A model whose cache cannot be repeated per row (recurrent state, a
+        # custom class) runs without the prefix cache from here on: it only
+        # ever saves time, it never changes an output.
+        if cache is None or not hasattr(cache, "batch_repeat_interleave"):
+            self.usable = False
+            self._entries.clear()
+            return None
+        return cache
 
     @staticmethod
     def copy_for(cache: Any, batch: int) -> Any:

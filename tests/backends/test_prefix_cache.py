@@ -124,3 +124,23 @@ def test_the_least_recently_used_head_is_dropped(format_model: Path) -> None:
     # A known head is found again without building it anew.
     n, _ = cache.head_for([[*heads[2][:6], 7, 8]])
     assert n == 6
+
+
+def test_a_model_whose_cache_cannot_be_repeated_runs_without_it() -> None:
+    class Out:
+        cache = object()  # no batch_repeat_interleave: a recurrent state, say
+
+    class Model:
+        calls = 0
+
+        def forward(self, input_ids: object = None, cache: object = None, use_cache: bool = False) -> Out:
+            Model.calls += 1
+            return Out()
+
+        __call__ = forward
+
+    cache = PrefixCache(Model(), device="cpu", min_tokens=2)
+    assert cache.head_for([[1, 2, 3, 4], [1, 2, 3, 5]]) == (0, None)
+    assert not cache.usable and Model.calls == 1
+    assert cache.head_for([[1, 2, 3, 4], [1, 2, 3, 5]]) == (0, None)
+    assert Model.calls == 1  # not tried again
