@@ -182,9 +182,12 @@ def train_classifier(
     options: ClassifierOptions | None = None,
     resume_from_checkpoint: bool | str | None = None,
     progress: bool = True,
+    callbacks: Sequence[Any] = (),
 ) -> SequenceClassifier:
     """Fine-tune ``model_path`` with a fresh classification (or regression)
-    head on the traces, end to end, and save it to ``output_dir/final``."""
+    head on the traces, end to end, and save it to ``output_dir/final``.
+    ``callbacks``: extra ``transformers.TrainerCallback`` objects, as for
+    ``train_sft`` (the training loss is in their ``on_log``)."""
     try:
         import torch
         from datasets import Dataset
@@ -238,7 +241,7 @@ def train_classifier(
         args=args,
         train_dataset=Dataset.from_list(rows),
         data_collator=DataCollatorWithPadding(tok),
-        callbacks=[rich_trainer_callback("classifier", enabled=progress)],
+        callbacks=[rich_trainer_callback("classifier", enabled=progress), *callbacks],
     )
     started = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume_from_checkpoint)

@@ -170,9 +170,19 @@ def test_sequence_classifier_head_trains(
         options=opts.model_copy(update={"max_steps": 1, "learning_rate": 1e-9}),
         progress=False,
     )
-    clf = train_classifier(encoder_dir, train, tmp_path / "clf", options=opts, progress=False)
+    from transformers import TrainerCallback
+
+    losses: list[float] = []
+
+    class Losses(TrainerCallback):  # type: ignore[misc]
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if logs and "loss" in logs:
+                losses.append(float(logs["loss"]))
+
+    clf = train_classifier(encoder_dir, train, tmp_path / "clf", options=opts, progress=False, callbacks=[Losses()])
     before, after = accuracy(untrained), accuracy(clf)
     assert after >= 0.8 and after > before + 0.2, (before, after)
+    assert len(losses) == 3 and losses[-1] < losses[0], losses  # the caller's callback saw every logging step
     again = load_classifier(tmp_path / "clf" / "final")
     assert again.predict_proba(inputs[:1])[0] == pytest.approx(clf.predict_proba(inputs[:1])[0], abs=1e-5)
 
