@@ -23,6 +23,7 @@ share of items whose verdict flips with the answer order (a head that reads
 the answers must flip).
 
     nice -n 10 .venv/bin/python bench/cross_encoder_pandalm.py --variants base lr1e-4 --epochs 1
+    nice -n 10 .venv/bin/python bench/cross_encoder_pandalm.py --variants   # the feature check only
 """
 
 from __future__ import annotations
@@ -88,12 +89,53 @@ def run(name: str, args: argparse.Namespace, train: list[Any], held: list[Any]) 
     }
 
 
+def order_sensitivity(train: list[Any], n: int, max_length: int) -> dict[str, dict[str, float]]:
+    """How much the pretrained encoder's features change when the two answers
+    trade places (the label flips) against how much they differ between
+    items (which, with both orders in training, says nothing of the label):
+    for BERT's pooler (what the fresh head reads), the CLS token and mean
+    pooling."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from judgegraph.finetune._classifier import encode
+
+    tok = AutoTokenizer.from_pretrained(encoder_path())
+    net = AutoModel.from_pretrained(encoder_path()).eval()
+
+    def parts(t: Any) -> list[str]:
+        return [t.instruction, t.response_a, t.response_b]
+
+    def views(traces: list[Any]) -> list[Any]:
+        rows = [encode(tok, parts(t), max_length) for t in traces]
+        width = max(map(len, rows))
+        ids = torch.tensor([r + [0] * (width - len(r)) for r in rows])
+        mask = (ids != 0).long()
+        with torch.inference_mode():
+            out = net(input_ids=ids, attention_mask=mask)
+        mean = (out.last_hidden_state * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
+        return [out.pooler_output, out.last_hidden_state[:, 0], mean]
+
+    items = train[:n]
+    res = {}
+    for name, x, y in zip(("pooler", "cls", "mean"), views(items), views([t.swapped() for t in items]), strict=True):
+        xn, yn = torch.nn.functional.normalize(x, dim=-1), torch.nn.functional.normalize(y, dim=-1)
+        between = (xn @ xn.T)[~torch.eye(len(x), dtype=torch.bool)].mean()
+        res[name] = {
+            "cosine_between_items": float(between),
+            "cosine_with_its_swap": float((xn * yn).sum(-1).mean()),
+            "swap_change_over_item_spread": float((x - y).norm(dim=-1).mean() / (x - x.mean(0)).norm(dim=-1).mean()),
+        }
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--epochs", type=float, default=1.0)
     ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--features", type=int, default=48, help="items for the order-sensitivity check (0: skip)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     import torch
@@ -102,6 +144,8 @@ def main() -> None:
     split = split_pandalm_by_prompt(load_bundled_pandalm(), heldout_fraction=0.3, seed=0, dedupe=True)
     train, _ = traces_for(split.train, "teacher")
     held, _ = traces_for(split.heldout, "human")
+    sensitivity = order_sensitivity(train, args.features, args.max_length) if args.features else None
+    print(json.dumps({"order_sensitivity": sensitivity}), flush=True)
     rows = []
     for name in args.variants:
         rows.append(run(name, args, train, held))
@@ -112,6 +156,7 @@ def main() -> None:
         "heldout": len(held),
         "heldout_labels": dict(Counter(t.winner for t in held)),
         "train_labels": dict(Counter(t.winner for t in train)),
+        "order_sensitivity": sensitivity,
         "load_avg": os.getloadavg(),
         "rows": rows,
     }
