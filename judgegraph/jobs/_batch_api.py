@@ -40,7 +40,13 @@ class BatchOptions(BaseModel):
     poll_factor: float = Field(default=1.5, ge=1.0)
     max_resubmits: int = Field(default=1, ge=0)
     max_rounds: int = Field(default=3, ge=1)
-    batch_discount: float = Field(default=0.5, gt=0, le=1)
+    batch_discount: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="the batch price as a share of the live price; engine vllm: 1.0 unless given, since a local"
+        " run has no provider discount and its prices (if any) are the user's own",
+    )
     completion_window: str = "24h"
     models: tuple[str, ...] | None = Field(
         default=None,
@@ -66,6 +72,9 @@ class BatchOptions(BaseModel):
 
     @model_validator(mode="after")
     def _engine(self) -> BatchOptions:
+        if self.engine == "vllm" and "batch_discount" not in self.model_fields_set:
+            # Left unset, so a spec's options moved to another engine get that engine's default.
+            object.__setattr__(self, "batch_discount", 1.0)
         if self.engine == "vllm" and not self.vllm_model:
             raise ValueError("engine 'vllm' needs vllm_model (--vllm-model): the model folder run_batch loads")
         given = [n for n in ("vllm_model", "vllm_python") if getattr(self, n)] + (["vllm_args"] * bool(self.vllm_args))

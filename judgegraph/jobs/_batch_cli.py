@@ -27,7 +27,8 @@ def batch_options(spec: Any, given: dict[str, Any]) -> Any:
     """The spec's batch options with what the command line gives instead (None: not given)."""
     from ._batch_api import BatchOptions
 
-    base = (spec.batch_api or BatchOptions()).model_dump()
+    # Only what the spec set, so defaults that depend on the engine follow the engine in use.
+    base = spec.batch_api.model_dump(exclude_unset=True) if spec.batch_api else {}
     if given.get("engine") not in (None, "vllm"):  # the spec's vllm_* do not carry to another engine
         base = {k: v for k, v in base.items() if not k.startswith("vllm_")}
     return BatchOptions.model_validate({**base, **{k: v for k, v in given.items() if v is not None}})

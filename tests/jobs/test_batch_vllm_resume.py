@@ -300,3 +300,34 @@ async def test_queued_batches_start_one_at_a_time_and_once_across_clients(
     for b in done.values():
         out = json.loads((await rerun.files.content(b.output_file_id)).content)
         assert out["custom_id"] == "jg-1" and out["response"]["status_code"] == 200
+
+
+def test_a_local_engine_has_no_provider_discount(
+    tmp_path: Path, stand_in: tuple[Path, Path, Callable[[str], None]]
+) -> None:
+    from judgegraph.jobs._batch_cli import batch_options
+
+    py, model, _ = stand_in
+    assert BatchOptions().batch_discount == 0.5
+    assert _options(py, model).batch_discount == 1.0  # the user's own prices, if any, as they are
+    assert BatchOptions(engine="vllm", vllm_model=str(model), batch_discount=0.3).batch_discount == 0.3
+    # A spec's options follow the engine the command line picks, unless the spec set a discount.
+    spec = _spec(tmp_path / "x.jsonl").model_copy(update={"batch_api": _options(py, model)})
+    assert batch_options(spec, {"engine": "provider"}).batch_discount == 0.5
+    provider = spec.model_copy(update={"batch_api": BatchOptions(poll_initial_s=0.02)})
+    assert batch_options(provider, {"engine": "vllm", "vllm_model": str(model)}).batch_discount == 1.0
+    fixed = spec.model_copy(update={"batch_api": BatchOptions(batch_discount=0.4)})
+    assert batch_options(fixed, {"engine": "vllm", "vllm_model": str(model)}).batch_discount == 0.4
+
+    src = _items(tmp_path / "items.jsonl", 3)
+    cmd = [
+        sys.executable, "-m", "judgegraph.jobs.cli", "eval", str(src), "--kind", "pointwise",
+        "--store", str(tmp_path / "s.db"), "--price-in", "2", "--price-out", "8", "--dry-run", "--json",
+        "--batch-engine", "vllm", "--vllm-model", str(model), "--vllm-python", str(py),
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    est = json.loads(done.stdout)
+    assert est["items"] == 3 and est["live_cost_usd"] > 0
+    assert est["batch_cost_usd"] == pytest.approx(est["live_cost_usd"])
+    assert _starts(tmp_path) == 0  # a dry run starts no run_batch
