@@ -86,8 +86,8 @@ class TransformersBackend:
         if max_padding is not None and max_padding < 0:
             raise ValueError(f"max_padding must be >= 0 or None, got {max_padding}")
         self.max_padding: float | None = max_padding
-        # Off only to compare against, or for a model whose cache cannot be
-        # copied and repeated (DynamicCache can).
+        # Off only to compare against: a model whose cache cannot be repeated
+        # per row stops using it by itself (see PrefixCache._build).
         self.prefix_cache: PrefixCache | None = PrefixCache(self._model, device=self.device) if prefix_cache else None
         self.batches_run = 0  # gathered batches; observable, for tests and benchmarks
         self.generate_calls = 0  # model.generate calls those batches were run as
