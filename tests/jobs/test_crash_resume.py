@@ -150,7 +150,7 @@ def crash_and_resume(tmp: Path, n: int, kills: int, *, seed: int, max_calls_betw
                 while sum(judge.snapshot().values()) < target and proc.poll() is None:
                     assert time.monotonic() < deadline, "the eval made no progress"
                     time.sleep(0.002)
-                time.sleep(extra)
+                time.sleep(extra)  # lets results commit (the store commits every 0.1 s)
             assert proc.poll() is None, "the job finished before it could be killed: use more items"
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -201,7 +201,12 @@ def check_crash_run(run: CrashRun) -> None:
 
 
 def test_ten_kill_nines_then_resume_lose_and_repeat_nothing(tmp_path: Path) -> None:
-    run = crash_and_resume(tmp_path, 400, 10, seed=8)
+    # 1,500 items, so the run is still going at the tenth kill however fast the machine:
+    # this seed's schedule spends at most 7 x 50 calls in its timed kills, 35 in its
+    # counted ones, and whatever fits in its two extra waits (117 and 218 ms) at the
+    # server's top rate (concurrency 8 / 3 ms = 2,667 calls/s, so under 900), plus 8 in
+    # flight per kill: under 1,400. (With 400 items a quiet CI machine finished first.)
+    run = crash_and_resume(tmp_path, 1500, 10, seed=8)
     check_crash_run(run)
     assert len(run.kills) == 10
     # At least some kills landed mid-judging with work committed, so the check above had teeth.
