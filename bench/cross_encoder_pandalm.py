@@ -31,11 +31,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from _trainer_losses import loss_recorder
 
 from judgegraph.finetune import ClassifierOptions, train_classifier
 from judgegraph.quickstart import load_bundled_pandalm, split_pandalm_by_prompt
@@ -53,19 +57,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
 def run(name: str, args: argparse.Namespace, train: list[Any], held: list[Any]) -> dict[str, Any]:
     settings: dict[str, Any] = {"max_length": args.max_length, "num_train_epochs": args.epochs}
     opts = ClassifierOptions(batch_size=16, logging_steps=5, save_steps=100_000, **(settings | VARIANTS[name]))
-    from transformers import TrainerCallback
-
-    losses: list[float] = []
-
-    class Losses(TrainerCallback):  # type: ignore[misc]
-        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **kw: Any) -> None:
-            if logs and "loss" in logs:
-                losses.append(float(logs["loss"]))
-
+    recorder, losses = loss_recorder()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         model = train_classifier(
-            encoder_path(), train, Path(tmp) / name, options=opts, progress=False, callbacks=[Losses()]
+            encoder_path(), train, Path(tmp) / name, options=opts, progress=False, callbacks=[recorder]
         )
         probs = model.predict_proba([t.to_input() for t in held])
         swapped = model.predict_proba([t.swapped().to_input() for t in held])

@@ -91,7 +91,7 @@ class TunedJudge:
 def tune(base: Path, work: Path) -> TunedJudge:
     """A short LoRA run on short traces (``[RESULT] A|B`` completions, about
     260 tokens each), then ``export_for_serving``; CPU-sized."""
-    from transformers import TrainerCallback
+    from _trainer_losses import loss_recorder
 
     from judgegraph import PairwiseJudge, SwapPolicy, TransformersBackend
     from judgegraph.finetune import (
@@ -116,13 +116,7 @@ def tune(base: Path, work: Path) -> TunedJudge:
         )
         return evaluate_judge(judge, held, max_concurrency=HELD_OUT)
 
-    losses: list[float] = []
-
-    class _Losses(TrainerCallback):  # type: ignore[misc]
-        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **kw: Any) -> None:
-            if logs and "loss" in logs:
-                losses.append(float(logs["loss"]))
-
+    recorder, losses = loss_recorder()
     before = report(base)
     # Sized for a 2-core CPU: 16 steps of 2 sequences (about 8k tokens). A
     # pretrained model learns the verdict format in that; a high LoRA lr helps.
@@ -138,7 +132,7 @@ def tune(base: Path, work: Path) -> TunedJudge:
         save_steps=1000,
     )
     started = time.perf_counter()
-    result = train_sft(base, ds, work / "run", options=opts, progress=False, callbacks=[_Losses()])
+    result = train_sft(base, ds, work / "run", options=opts, progress=False, callbacks=[recorder])
     train_s = time.perf_counter() - started
     exported = export_for_serving(result.final_dir, work / "export", name="smollm2-judge")
     return TunedJudge(

@@ -59,16 +59,11 @@ class PrefixCache:
         self._device = device
         self.min_tokens = min_tokens
         self.capacity = capacity
-        self._kw = cache_kwarg(model)
         self._entries: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self._last: list[int] | None = None
         self.usable = True
         self.hits = 0  # prompts started from a cached head; for tests and benchmarks
         self.tokens_saved = 0
-
-    @property
-    def kwarg(self) -> str:
-        return self._kw
 
     def head_for(self, seqs: Sequence[list[int]]) -> tuple[int, Any | None]:
         """(head length, cache of one sequence) to start these prompts from;

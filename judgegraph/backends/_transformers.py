@@ -89,6 +89,7 @@ class TransformersBackend:
         # Off only to compare against: a model whose cache cannot be repeated
         # per row stops using it by itself (see PrefixCache._build).
         self.prefix_cache: PrefixCache | None = PrefixCache(self._model, device=self.device) if prefix_cache else None
+        self._cache_kw = cache_kwarg(self._model)
         self.batches_run = 0  # gathered batches; observable, for tests and benchmarks
         self.generate_calls = 0  # model.generate calls those batches were run as
         # One computation at a time: generation and value scoring share the
@@ -180,14 +181,13 @@ class TransformersBackend:
                 input_ids=torch.tensor([seqs[0][start:common]], device=self.device), use_cache=True, **cached
             )
             first = head.logits[0, -1].float().log_softmax(-1)
-            kw = cache_kwarg(self._model)
             out: list[float] = []
             for seq in seqs:
                 rest = seq[common:]
                 step = self._model(
                     input_ids=torch.tensor([rest], device=self.device),
                     use_cache=True,
-                    **{kw: copy.deepcopy(output_cache(head))},
+                    **{self._cache_kw: copy.deepcopy(output_cache(head))},
                 )
                 lps = step.logits[0].float().log_softmax(-1)
                 total = float(first[rest[0]]) + sum(float(lps[j - 1, rest[j]]) for j in range(1, len(rest)))
@@ -203,7 +203,7 @@ class TransformersBackend:
         n, cache = self.prefix_cache.head_for(seqs)
         if cache is None:
             return 0, {}
-        return n, {self.prefix_cache.kwarg: PrefixCache.copy_for(cache, len(seqs))}
+        return n, {self._cache_kw: PrefixCache.copy_for(cache, len(seqs))}
 
     def _digit_mask(self) -> Any:
         """Ids of the tokens whose text starts with a digit (they continue a number)."""
@@ -222,11 +222,10 @@ class TransformersBackend:
 
     def _run_batch_locked(self, requests: list[GenerateRequest]) -> list[GenerateResult]:
         self.batches_run += 1
-        prompts = [self._prompt(r) for r in requests]
-        lengths = [len(ids) for ids in self.tokenizer(prompts)["input_ids"]]
+        seqs = [list(ids) for ids in self.tokenizer([self._prompt(r) for r in requests])["input_ids"]]
         done: dict[int, GenerateResult] = {}
-        for group in self._groups(lengths):
-            outs = self._generate([requests[i] for i in group], [prompts[i] for i in group])
+        for group in self._groups([len(s) for s in seqs]):
+            outs = self._generate([requests[i] for i in group], [seqs[i] for i in group])
             done.update(zip(group, outs, strict=True))
         return [done[i] for i in range(len(requests))]
 
@@ -249,12 +248,11 @@ class TransformersBackend:
         groups.append(current)
         return groups
 
-    def _generate(self, requests: list[GenerateRequest], prompts: list[str]) -> list[GenerateResult]:
+    def _generate(self, requests: list[GenerateRequest], seqs: list[list[int]]) -> list[GenerateResult]:
         import torch
 
         self.generate_calls += 1
         tok = self.tokenizer
-        seqs = [list(ids) for ids in tok(prompts)["input_ids"]]
         start, cached = self._head(seqs)
         # [cached head][left padding][rest of the prompt]: padding sits after
         # the head, and positions come from the mask, so each prompt's tokens

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _trainer_losses import loss_recorder
 
 from judgegraph import JudgeInputError, PairwiseInput, PairwiseVerdict, Status, SwapPolicy, create_judge_node
 from judgegraph.finetune import (
@@ -170,16 +171,8 @@ def test_sequence_classifier_head_trains(
         options=opts.model_copy(update={"max_steps": 1, "learning_rate": 1e-9}),
         progress=False,
     )
-    from transformers import TrainerCallback
-
-    losses: list[float] = []
-
-    class Losses(TrainerCallback):  # type: ignore[misc]
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
-            if logs and "loss" in logs:
-                losses.append(float(logs["loss"]))
-
-    clf = train_classifier(encoder_dir, train, tmp_path / "clf", options=opts, progress=False, callbacks=[Losses()])
+    recorder, losses = loss_recorder()
+    clf = train_classifier(encoder_dir, train, tmp_path / "clf", options=opts, progress=False, callbacks=[recorder])
     before, after = accuracy(untrained), accuracy(clf)
     assert after >= 0.8 and after > before + 0.2, (before, after)
     assert len(losses) == 3 and losses[-1] < losses[0], losses  # the caller's callback saw every logging step
