@@ -114,7 +114,7 @@ def _command(src: Path, db: Path, url: str) -> list[str]:
 
 
 def crash_and_resume(tmp: Path, n: int, kills: int, *, seed: int, max_calls_between: int = 25) -> CrashRun:
-    """Kill the eval ``kills`` times at random points, then let it finish."""
+    """Kill the eval ``kills`` times at random points (the last right after a commit), then let it finish."""
     rng = random.Random(seed)
     src = tmp / "items.jsonl"
     src.write_text(
@@ -130,10 +130,19 @@ def crash_and_resume(tmp: Path, n: int, kills: int, *, seed: int, max_calls_betw
     env = {**os.environ, "OPENAI_API_KEY": "not-a-real-key"}
     with LoopbackServer(judge, latency_s=0.003) as server:
         cmd = _command(src, db, server.url)
-        for _ in range(kills):
+        for k in range(kills):
             before = sum(judge.snapshot().values())
+            had = len(_committed(db))
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            if rng.random() < 0.3:
+            if k == kills - 1:
+                # Right after this process's first commit, so the last kill always finds
+                # committed work the resume must not send again, however the timed kills fell.
+                out.kills.append("after a commit")
+                deadline = time.monotonic() + 120
+                while len(_committed(db)) <= had and proc.poll() is None:
+                    assert time.monotonic() < deadline, "the eval committed nothing"
+                    time.sleep(0.005)
+            elif rng.random() < 0.3:
                 # Anywhere: during start-up, opening the store, or judging.
                 delay = rng.uniform(0.2, 6.0)
                 out.kills.append(f"after {delay:.1f}s")
@@ -201,16 +210,16 @@ def check_crash_run(run: CrashRun) -> None:
 
 
 def test_ten_kill_nines_then_resume_lose_and_repeat_nothing(tmp_path: Path) -> None:
-    # 1,500 items, so the run is still going at the tenth kill however fast the machine:
+    # 2,000 items, so the run is still going at the tenth kill however fast the machine:
     # this seed's schedule spends at most 7 x 50 calls in its timed kills, 35 in its
-    # counted ones, and whatever fits in its two extra waits (117 and 218 ms) at the
-    # server's top rate (concurrency 8 / 3 ms = 2,667 calls/s, so under 900), plus 8 in
-    # flight per kill: under 1,400. (With 400 items a quiet CI machine finished first.)
-    run = crash_and_resume(tmp_path, 1500, 10, seed=8)
+    # counted ones, and whatever fits in its two extra waits (117 and 218 ms) and in the
+    # wait for the last kill's commit (about one 0.1 s flush interval) at the server's top
+    # rate (concurrency 8 / 3 ms = 2,667 calls/s), plus 8 in flight per kill: under 1,800.
+    run = crash_and_resume(tmp_path, 2000, 10, seed=8)
     check_crash_run(run)
     assert len(run.kills) == 10
-    # At least some kills landed mid-judging with work committed, so the check above had teeth.
-    assert len(run.committed_at_kill[-1]) > 0
+    # The last kill came after a commit, so the no-repeat check above had work to check.
+    assert len(run.committed_at_kill[-1]) > len(run.committed_at_kill[-2])
     print(
         f"kills: {run.kills}; committed at each kill: {[len(c) for c in run.committed_at_kill]}; "
         f"re-sent requests: {run.resent}"
