@@ -128,6 +128,8 @@ def run_seed(args: argparse.Namespace, seed: int, items: list[PandaLMItem]) -> d
         audit_rate=args.audit_rate,
         seed=seed,
         promote_on=args.promote_on,
+        calibrate_on=args.calibrate_on,
+        folds=args.folds,
         promote_tolerance=args.promote_tolerance,
     )
     workdir = Path(args.workdir) / f"seed-{seed}"
@@ -243,6 +245,13 @@ def main() -> int:
         help="share of prompts set aside first as a fixed test set, judged by the cascade in service after every round",
     )
     ap.add_argument("--promote-on", choices=("agreement", "escalation"), default="agreement")
+    ap.add_argument(
+        "--calibrate-on",
+        choices=("heldout", "traces"),
+        default="heldout",
+        help="traces: thresholds calibrated on each round's cross-fitted teacher traces",
+    )
+    ap.add_argument("--folds", type=int, default=4, help="cross-fitting folds with --calibrate-on traces")
     ap.add_argument("--promote-tolerance", type=float, default=0.0)
     ap.add_argument("--lexical", type=int, choices=(1, 2), default=1, help="probe signals: 2 is the quickstart's judge")
     ap.add_argument(

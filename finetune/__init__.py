@@ -19,6 +19,7 @@ trl are imported only when a function needs them.
 from ._classifier import ClassifierOptions, SequenceClassifier, train_classifier
 from ._classifier_judge import ClassifierJudge, create_classifier_judge, load_classifier
 from ._config import ConfigError, DataSource, FinetuneConfig, load_config
+from ._crossfit import assign_folds, fold_heads
 from ._dataset import (
     DatasetConfig,
     Example,
@@ -75,12 +76,14 @@ __all__ = [
     "TraceFormatError",
     "TrainResult",
     "aevaluate_judge",
+    "assign_folds",
     "build_dataset",
     "create_classifier_judge",
     "create_score_judge",
     "dedup_traces",
     "evaluate_judge",
     "export_for_serving",
+    "fold_heads",
     "instruction_key",
     "launch_commands",
     "load_classifier",

@@ -306,7 +306,8 @@ class Flywheel(_WorkFolder):
                 self._say(f"round {rec.round}: the challenger on the held-out set ({len(labels)} items)")
                 judge = self.load_local(rec.round)
                 local = await self._judge_heldout(judge, self.round_dir(rec.round) / "heldout.jsonl")
-            challenger = evaluate_on_heldout(rec.round, local, teacher, labels, s)
+            cal = await self._trace_calibration(rec.round, s) if s.calibrate_on == "traces" else None
+            challenger = evaluate_on_heldout(rec.round, local, teacher, labels, s, calibration=cal)
         champ = self.state.champion
         champion = await self._evaluate_round_model(champ, s) if champ is not None else None
         return self._save(

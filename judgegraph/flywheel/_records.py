@@ -44,8 +44,19 @@ class FlywheelSettings(FrozenModel):
     change between rounds (say, a lower audit rate) is on file."""
 
     alpha: float = Field(
-        gt=0, lt=1, description="tolerated disagreement with the held-out labels on items the local judge keeps"
+        gt=0,
+        lt=1,
+        description="tolerated disagreement on the items the local judge keeps, with the labels it is "
+        "calibrated on (see calibrate_on)",
     )
+    calibrate_on: Literal["heldout", "traces"] = Field(
+        default="heldout",
+        description="heldout: thresholds are calibrated on the labelled held-out set (a guarantee against its "
+        "labels); traces: on the round's training traces, each judged by a head fitted on the other folds of "
+        "prompts, so the calibration set grows every round, at the price of a guarantee against the traces' "
+        "labels (mostly the teacher's), not the held-out set's",
+    )
+    folds: int = Field(default=4, ge=2, le=10, description="cross-fitting folds (by prompt) when calibrate_on='traces'")
     delta: float = Field(default=0.1, gt=0, lt=1, description="chance that the calibrated threshold misses alpha")
     min_kept: int | None = Field(default=None, ge=1, description="thresholds keeping fewer held-out items are skipped")
     audit_rate: float = Field(ge=0, le=1, description="share of confidently decided items also sent to the teacher")
@@ -190,12 +201,15 @@ class TrainingSummary(FrozenModel):
 
 
 class HeldoutEval(FrozenModel):
-    """A local judge on the held-out set, calibrated there."""
+    """A local judge on the held-out set, at a threshold calibrated there (or on cross-fitted traces)."""
 
     round: int = Field(description="the round that trained this local judge")
     n: int
     local_agreement: float = Field(description="the local judge alone: verdict == label")
     calibration: ThresholdCalibration
+    calibrated_on: Literal["heldout", "traces"] = Field(
+        default="heldout", description="where the threshold was calibrated: this held-out set, or cross-fitted traces"
+    )
     escalation_share: float = Field(description="held-out items below the calibrated threshold")
     cascade_agreement: float = Field(description="local verdict on kept items, the teacher's on the rest")
     teacher_agreement_on_kept: float | None = Field(description="local verdict == teacher verdict on the kept items")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from judgegraph.cascade import calibrate_tier, certainty
+from judgegraph.cascade import ThresholdCalibration, calibrate_tier, certainty
 
 from ..types import PairwiseVerdict, Winner
 from ._records import FlywheelSettings, HeldoutEval, PromotionDecision
@@ -23,6 +23,8 @@ def evaluate_on_heldout(
     teacher: Sequence[PairwiseVerdict],
     labels: Sequence[Winner],
     settings: FlywheelSettings,
+    *,
+    calibration: ThresholdCalibration | None = None,
 ) -> HeldoutEval:
     """Calibrate a local judge's threshold on the held-out set and measure it there.
 
@@ -30,12 +32,14 @@ def evaluate_on_heldout(
     ``settings.delta``); items the local judge keeps at it are those with
     confidence >= threshold, as :class:`~judgegraph.LowConfidence` escalates
     the rest. Agreement is strict: a verdict counts only when it equals the label.
+    A ``calibration`` made elsewhere (on cross-fitted traces) is applied as it
+    is instead, and the held-out set only measures it.
     """
     if not (len(local) == len(teacher) == len(labels)):
         raise ValueError(f"{len(local)} local verdicts, {len(teacher)} teacher verdicts, {len(labels)} labels")
     if not labels:
         raise ValueError("the held-out set is empty")
-    cal = calibrate_tier(
+    cal = calibration or calibrate_tier(
         list(local), list(labels), alpha=settings.alpha, delta=settings.delta, min_kept=settings.min_kept
     )
     kept = [_kept(r, cal.threshold) for r in local]
@@ -59,6 +63,7 @@ def evaluate_on_heldout(
         n=n,
         local_agreement=local_agree,
         calibration=cal,
+        calibrated_on="heldout" if calibration is None else "traces",
         escalation_share=1 - sum(kept) / n,
         cascade_agreement=cascade_agree,
         teacher_agreement_on_kept=(sum(r.winner == t.winner for r, t in pairs) / len(pairs)) if pairs else None,

@@ -65,6 +65,15 @@ class ProbeTrainer(BaseModel):
         probe.save(out_dir)
         return dict(probe.metrics)
 
+    def fold_judges(self, traces: Sequence[Any], fold_of: Sequence[int], *, folds: int) -> list[Judge[Any, Any]]:
+        """The cross-fitting judges (``calibrate_on="traces"``): one head per fold on
+        one loaded encoder, the same head :meth:`train` would fit on those traces."""
+        from judgegraph.finetune import ClassifierJudge, EncoderProbe, fold_heads
+
+        probe = EncoderProbe.untrained(self.encoder, self._options())
+        heads = fold_heads(probe, list(traces), fold_of, folds=folds)
+        return [ClassifierJudge(h, name=f"fold-{k + 1}") for k, h in enumerate(heads)]
+
     def load(self, directory: Path) -> Judge[Any, Any]:
         from judgegraph.finetune import ClassifierJudge, load_classifier
 

@@ -11,12 +11,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from judgegraph.cascade import ThresholdCalibration
 from judgegraph.finetune import PairwiseTrace, dedup_traces, instruction_key, read_traces, write_traces
 from judgegraph.judges import Judge, JudgeInputError, VerdictRecord, read_verdicts, write_verdicts
 
 from ..types import PairwiseVerdict, Winner
+from ._crossfit import acrossfit_verdicts, trace_calibration
 from ._records import FlywheelEvent, FlywheelItem, FlywheelSettings, FlywheelState, HeldoutEval, RoundRecord, write_json
 from ._rules import evaluate_on_heldout
+from ._trainer import LocalTrainer
 
 __all__ = ["FlywheelError"]
 
@@ -97,6 +100,7 @@ class _WorkFolder:
 
     workdir: Path
     teacher: Judge[Any, Any]
+    trainer: LocalTrainer
     settings: FlywheelSettings
     heldout: list[PairwiseTrace]
     seed: list[PairwiseTrace]
@@ -282,7 +286,35 @@ class _WorkFolder:
         if local is None:
             raise FlywheelError(f"round {n} has no held-out verdicts")
         teacher = await self._teacher_heldout()
-        return evaluate_on_heldout(n, local, teacher, self._heldout_labels(), settings)
+        cal = await self._trace_calibration(n, settings) if settings.calibrate_on == "traces" else None
+        return evaluate_on_heldout(n, local, teacher, self._heldout_labels(), settings, calibration=cal)
+
+    async def _trace_calibration(self, n: int, settings: FlywheelSettings) -> ThresholdCalibration:
+        """Round ``n``'s threshold from its training traces, cross-fitted; the
+        out-of-fold verdicts are kept in ``crossfit.jsonl``, so a resumed or
+        re-evaluated round does not fit the folds again."""
+        d = self.round_dir(n)
+        traces = _check_pairwise(read_traces(d / "training.jsonl"), f"round {n} training traces")
+        path = d / "crossfit.jsonl"
+        verdicts: list[PairwiseVerdict] | None
+        if path.exists():
+            table = {r.key: r.result for r in read_verdicts(path)}
+            verdicts = [table[_trace_key(t)] for t in traces] if table else None  # type: ignore[misc]
+        else:
+            self._say(f"round {n}: cross-fitting {len(traces)} traces in {settings.folds} folds for the threshold")
+            verdicts = await acrossfit_verdicts(
+                self.trainer, traces, folds=settings.folds, seed=settings.seed + n, scratch=d / "crossfit.partial"
+            )
+            records = (
+                [
+                    VerdictRecord(key=_trace_key(t), judge="cross-fitted", result=r, label=t.winner)
+                    for t, r in zip(traces, verdicts, strict=True)
+                ]
+                if verdicts is not None
+                else []
+            )
+            _write_verdicts_atomic(path, records)
+        return trace_calibration(verdicts, traces, settings)
 
     # -------------------------------------------------------------- training traces
 

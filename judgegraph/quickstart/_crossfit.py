@@ -14,12 +14,12 @@ than the final judge; the threshold they give is slightly conservative.
 
 from __future__ import annotations
 
-import copy
-import random
 from collections.abc import Sequence
 from typing import Any
 
 from judgegraph.datasets import PandaLMItem
+from judgegraph.finetune import assign_folds as deal_folds
+from judgegraph.finetune import fold_heads
 from judgegraph.judges import CompositeJudge
 from judgegraph.types import PairwiseInput
 
@@ -27,14 +27,8 @@ __all__ = ["CrossFitJudge", "assign_folds", "fold_judges"]
 
 
 def assign_folds(items: Sequence[PandaLMItem], *, folds: int, seed: int) -> dict[str, int]:
-    """prompt -> fold, the prompts dealt round-robin in a seeded order."""
-    if folds < 2:
-        raise ValueError(f"folds must be at least 2, got {folds}")
-    prompts = sorted({it.prompt for it in items})
-    if len(prompts) < folds:
-        raise ValueError(f"{folds} folds need at least {folds} prompts, got {len(prompts)}")
-    random.Random(seed).shuffle(prompts)
-    return {p: i % folds for i, p in enumerate(prompts)}
+    """prompt -> fold, dealt by :func:`judgegraph.finetune.assign_folds`."""
+    return deal_folds((it.prompt for it in items), folds=folds, seed=seed)
 
 
 def fold_judges(probe: Any, traces: Sequence[Any], fold_of: dict[str, int], *, folds: int) -> list[Any]:
@@ -42,13 +36,8 @@ def fold_judges(probe: Any, traces: Sequence[Any], fold_of: dict[str, int], *, f
     Each shares the probe's encoder and embedding cache."""
     from ._local import LocalClassifierJudge
 
-    judges = []
-    for k in range(folds):
-        others = [t for t in traces if fold_of[t.instruction] != k]
-        part = copy.copy(probe)  # shallow: same encoder, same cache; fit() gives it its own head
-        part.fit(others)
-        judges.append(LocalClassifierJudge(part, name=f"local-fold{k + 1}"))
-    return judges
+    heads = fold_heads(probe, traces, [fold_of[t.instruction] for t in traces], folds=folds)
+    return [LocalClassifierJudge(h, name=f"local-fold{k + 1}") for k, h in enumerate(heads)]
 
 
 class CrossFitJudge(CompositeJudge):
