@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -68,6 +69,7 @@ class FlywheelReport(BaseModel):
     heldout_n: int
     alpha: float | None
     delta: float | None
+    calibrate_on: Literal["heldout", "traces"] = "heldout"
     champion: int | None
     rows: list[RoundRow]
     pending: str | None = Field(description="an unfinished round, if any")
@@ -125,6 +127,7 @@ def build_flywheel_report(workdir: str | Path) -> FlywheelReport:
         heldout_n=heldout,
         alpha=last.alpha if last else None,
         delta=last.delta if last else None,
+        calibrate_on=last.calibrate_on if last else "heldout",
         champion=state.champion,
         rows=[_row(r) for r in done],
         pending=pending,
@@ -152,12 +155,18 @@ _HEAD = (
 )
 
 
+def _where(r: FlywheelReport) -> str:
+    if r.calibrate_on == "traces":
+        return "on each round's cross-fitted training traces (measured on the held-out set)"
+    return "on the held-out set"
+
+
 def render_flywheel_markdown(r: FlywheelReport) -> str:
     lines = [
         "## Flywheel rounds",
         "",
         f"Held-out set: {r.heldout_n} labelled items "
-        f"(thresholds calibrated there at alpha {r.alpha}, delta {r.delta}). "
+        f"(thresholds calibrated {_where(r)} at alpha {r.alpha}, delta {r.delta}). "
         f"Champion now: {'round ' + str(r.champion) if r.champion is not None else 'none'}."
         + (f" Unfinished: {r.pending}." if r.pending else ""),
         "",
@@ -179,8 +188,9 @@ def render_flywheel_markdown(r: FlywheelReport) -> str:
         "Columns: *escalated (batch)* is the share of the round's batch the serving cascade sent to the teacher; "
         "*challenger* / *champion* are the local judges' held-out agreement (verdict equals the label) that the "
         "promotion rule compares; *local alone*, *threshold*, *escalated (held-out)* and *cascade* describe the local "
-        "judge in service after the round, at its threshold calibrated on the held-out set (guaranteed: "
-        "disagreement <= alpha on kept items with probability >= 1 - delta). *escalated at teacher's agreement* is "
+        f"judge in service after the round, at its threshold calibrated {_where(r)} (guaranteed: "
+        "disagreement <= alpha with those labels on kept items, with probability >= 1 - delta). "
+        "*escalated at teacher's agreement* is "
         "in-sample and carries no guarantee: the least escalation at which the cascade's held-out agreement still "
         "matches the teacher's alone.",
     ]
@@ -237,7 +247,7 @@ def _figures(r: FlywheelReport) -> list[tuple[str, str, str]]:
                 y_range=(0.0, 1.0),
                 kind="flywheel-escalation",
             ),
-            "calibrated: held-out, after the round, at the threshold calibrated there. batch served: what the "
+            "calibrated: held-out, after the round, at the judge's calibrated threshold. batch served: what the "
             "cascade serving the round escalated. teacher-level: held-out, in-sample, the least escalation at "
             "which the cascade still matches the teacher's agreement (no guarantee).",
         )

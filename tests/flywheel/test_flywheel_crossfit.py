@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from judgegraph.cascade import calibrate_tier
 from judgegraph.finetune import PairwiseTrace, instruction_key, read_traces
-from judgegraph.flywheel import FlywheelSettings, ProbeTrainer
+from judgegraph.flywheel import FlywheelSettings, ProbeTrainer, build_flywheel_report, render_flywheel_markdown
 from judgegraph.flywheel._crossfit import acrossfit_verdicts, trace_calibration
 from judgegraph.judges import Judge, read_verdicts
 from judgegraph.types import PairwiseVerdict
@@ -78,6 +78,8 @@ def test_two_rounds_calibrated_on_their_own_traces(tmp_path: Path, world: World,
     assert one.challenger is not None and one.challenger.threshold is not None  # the world is easy: it keeps items
     assert two.batch is not None and two.batch.threshold == one.challenger.threshold
     assert two.batch.escalation_share < 1.0
+    md = render_flywheel_markdown(build_flywheel_report(fw.workdir))
+    assert "calibrated on each round's cross-fitted training traces" in md and "on the held-out set (" not in md
     # Re-evaluating the champion reads the out-of-fold verdicts on file; it fits nothing again.
     before = (fw.round_dir(2) / "crossfit.jsonl").stat().st_mtime_ns
     _, ev = asyncio.run(fw.acascade())
