@@ -20,6 +20,12 @@ After each round the cascade in service judges the fixed test set; the script
 prints its escalation share and agreement with the human labels against the
 teacher alone.
 
+It is a simulation, cheaper than the flywheel (one encoder, no files), and not
+the same loop: every new judge goes into service (no promotion rule), repeated
+comparisons are kept (the flywheel drops them), and folds are dealt on the raw
+prompt. The measurement of record is ``bench/flywheel_pandalm.py
+--calibrate-on traces``; this script is for sweeping alpha.
+
     nice -n 10 .venv/bin/python bench/flywheel_crossfit.py --seeds 0 1 2 3 4 5
 """
 
@@ -154,10 +160,12 @@ def main() -> None:
     ap.add_argument("--audit-rate", type=float, default=0.1)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    items = [it for it in load_bundled_pandalm() if not it.has_empty_response]
+    # All items, as bench/flywheel_pandalm.py passes them: the split drops the empty ones itself,
+    # so both scripts draw the same splits for a seed.
+    items = load_bundled_pandalm()
     base = EncoderProbe.untrained(encoder_path(), ProbeOptions(lexical=1))
     started = time.perf_counter()
-    base._embed([x for it in items for x in (it.prompt, it.response1, it.response2)])
+    base._embed([x for it in items if not it.has_empty_response for x in (it.prompt, it.response1, it.response2)])
     print(f"embedded in {time.perf_counter() - started:.0f} s", flush=True)
     out: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for rule in args.rules:
