@@ -17,10 +17,11 @@ from typing import Any
 
 from judgegraph.cascade import ThresholdCalibration, calibrate_tier
 from judgegraph.finetune import PairwiseTrace, assign_folds, instruction_key
-from judgegraph.judges import Judge, JudgeInputError
+from judgegraph.judges import Judge
 
 from ..types import PairwiseVerdict
 from ._records import FlywheelSettings
+from ._rules import as_verdict
 
 __all__ = ["acrossfit_verdicts", "trace_calibration"]
 
@@ -55,18 +56,16 @@ async def acrossfit_verdicts(
     fold_of = [fold_of_key[x] for x in keys]
     make = getattr(trainer, "fold_judges", None)
     judges = make(traces, fold_of, folds=k) if make is not None else _train_folds(trainer, traces, fold_of, k, scratch)
-    out: list[PairwiseVerdict | None] = [None] * len(traces)
+    if len(judges) != k:
+        raise ValueError(f"{k} folds but the trainer made {len(judges)} fold judges")
+    by_index: dict[int, PairwiseVerdict] = {}
     for f, judge in enumerate(judges):
         idx = [i for i, x in enumerate(fold_of) if x == f]
         got = await judge.ajudge_many([traces[i].to_input() for i in idx])
         for i, r in zip(idx, got, strict=True):
-            if isinstance(r, JudgeInputError):
-                raise r
-            if not isinstance(r, PairwiseVerdict):
-                raise TypeError(f"fold {f + 1}'s judge gave a {type(r).__name__}, not a PairwiseVerdict")
-            out[i] = r
+            by_index[i] = as_verdict(r)
     shutil.rmtree(scratch, ignore_errors=True)
-    return [r for r in out if r is not None]
+    return [by_index[i] for i in range(len(traces))]  # every trace is in exactly one fold
 
 
 def trace_calibration(

@@ -62,7 +62,7 @@ from ._records import (
     TrainingSummary,
     read_jsonl_tolerant,
 )
-from ._rules import evaluate_on_heldout, matches, promotion_decision
+from ._rules import as_verdict, matches, promotion_decision
 from ._trainer import LocalTrainer, link_identical_files
 from ._workdir import (
     FlywheelError,
@@ -223,8 +223,7 @@ class Flywheel(_WorkFolder):
             chunk = todo[start : start + s.chunk_size]
             got = await judge.ajudge_many([it.input for it in chunk])
             decisions = [
-                decide_item(it, self._as_verdict(r), local=champion is not None)
-                for it, r in zip(chunk, got, strict=True)
+                decide_item(it, as_verdict(r), local=champion is not None) for it, r in zip(chunk, got, strict=True)
             ]
             audit = [
                 i
@@ -236,7 +235,7 @@ class Flywheel(_WorkFolder):
             if audit:
                 answers = await self.teacher.ajudge_many([chunk[i].input for i in audit])
                 for i, r in zip(audit, answers, strict=True):
-                    t = self._as_verdict(r)
+                    t = as_verdict(r)
                     cost = t.provenance.cost_usd if t.provenance is not None else None
                     decisions[i] = decisions[i].model_copy(
                         update={
@@ -306,8 +305,7 @@ class Flywheel(_WorkFolder):
                 self._say(f"round {rec.round}: the challenger on the held-out set ({len(labels)} items)")
                 judge = self.load_local(rec.round)
                 local = await self._judge_heldout(judge, self.round_dir(rec.round) / "heldout.jsonl")
-            cal = await self._trace_calibration(rec.round, s) if s.calibrate_on == "traces" else None
-            challenger = evaluate_on_heldout(rec.round, local, teacher, labels, s, calibration=cal)
+            challenger = await self._heldout_eval(rec.round, local, teacher, s)
         champ = self.state.champion
         champion = await self._evaluate_round_model(champ, s) if champ is not None else None
         return self._save(

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from judgegraph.cascade import ThresholdCalibration, calibrate_tier, certainty
+from judgegraph.judges import JudgeInputError
 
 from ..types import PairwiseVerdict, Winner
 from ._records import FlywheelSettings, HeldoutEval, PromotionDecision
 
-__all__ = ["evaluate_on_heldout", "matches", "promotion_decision"]
+__all__ = ["as_verdict", "evaluate_on_heldout", "matches", "promotion_decision"]
+
+
+def as_verdict(r: Any) -> PairwiseVerdict:
+    """A judge's answer for one item as a verdict: a bad input raises its own error, anything else a TypeError."""
+    if isinstance(r, JudgeInputError):
+        raise r
+    if not isinstance(r, PairwiseVerdict):
+        raise TypeError(f"expected a PairwiseVerdict, got {type(r).__name__}")
+    return r
 
 
 def matches(r: PairwiseVerdict, label: Winner) -> bool:
@@ -39,9 +50,11 @@ def evaluate_on_heldout(
         raise ValueError(f"{len(local)} local verdicts, {len(teacher)} teacher verdicts, {len(labels)} labels")
     if not labels:
         raise ValueError("the held-out set is empty")
-    cal = calibration or calibrate_tier(
-        list(local), list(labels), alpha=settings.alpha, delta=settings.delta, min_kept=settings.min_kept
-    )
+    cal = calibration
+    if cal is None:
+        cal = calibrate_tier(
+            list(local), list(labels), alpha=settings.alpha, delta=settings.delta, min_kept=settings.min_kept
+        )
     kept = [_kept(r, cal.threshold) for r in local]
     n = len(labels)
     local_agree = sum(matches(r, y) for r, y in zip(local, labels, strict=True)) / n

@@ -13,12 +13,12 @@ from pydantic import BaseModel, ConfigDict
 
 from judgegraph.cascade import ThresholdCalibration
 from judgegraph.finetune import PairwiseTrace, dedup_traces, instruction_key, read_traces, write_traces
-from judgegraph.judges import Judge, JudgeInputError, VerdictRecord, read_verdicts, write_verdicts
+from judgegraph.judges import Judge, VerdictRecord, read_verdicts, write_verdicts
 
 from ..types import PairwiseVerdict, Winner
 from ._crossfit import acrossfit_verdicts, trace_calibration
 from ._records import FlywheelEvent, FlywheelItem, FlywheelSettings, FlywheelState, HeldoutEval, RoundRecord, write_json
-from ._rules import evaluate_on_heldout
+from ._rules import as_verdict, evaluate_on_heldout
 from ._trainer import LocalTrainer
 
 __all__ = ["FlywheelError"]
@@ -256,7 +256,7 @@ class _WorkFolder:
     async def _judge_heldout(self, judge: Judge[Any, Any], path: Path) -> list[PairwiseVerdict]:
         """``judge``'s verdicts on the held-out set, written to ``path``."""
         got = await judge.ajudge_many([t.to_input() for t in self.heldout])
-        results = [self._as_verdict(r) for r in got]
+        results = [as_verdict(r) for r in got]
         _write_verdicts_atomic(
             path,
             [
@@ -265,14 +265,6 @@ class _WorkFolder:
             ],
         )
         return results
-
-    @staticmethod
-    def _as_verdict(r: Any) -> PairwiseVerdict:
-        if isinstance(r, JudgeInputError):
-            raise r
-        if not isinstance(r, PairwiseVerdict):
-            raise TypeError(f"expected a PairwiseVerdict, got {type(r).__name__}")
-        return r
 
     def _local_heldout(self, n: int) -> list[PairwiseVerdict] | None:
         path = self.round_dir(n) / "heldout.jsonl"
@@ -285,7 +277,12 @@ class _WorkFolder:
         local = self._local_heldout(n)
         if local is None:
             raise FlywheelError(f"round {n} has no held-out verdicts")
-        teacher = await self._teacher_heldout()
+        return await self._heldout_eval(n, local, await self._teacher_heldout(), settings)
+
+    async def _heldout_eval(
+        self, n: int, local: list[PairwiseVerdict], teacher: list[PairwiseVerdict], settings: FlywheelSettings
+    ) -> HeldoutEval:
+        """Round ``n``'s judge on the held-out set, at the threshold ``settings.calibrate_on`` says."""
         cal = await self._trace_calibration(n, settings) if settings.calibrate_on == "traces" else None
         return evaluate_on_heldout(n, local, teacher, self._heldout_labels(), settings, calibration=cal)
 
@@ -306,12 +303,12 @@ class _WorkFolder:
                 self.trainer, traces, folds=settings.folds, seed=settings.seed + n, scratch=d / "crossfit.partial"
             )
             records = (
-                [
+                []
+                if verdicts is None
+                else [
                     VerdictRecord(key=_trace_key(t), judge="cross-fitted", result=r, label=t.winner)
                     for t, r in zip(traces, verdicts, strict=True)
                 ]
-                if verdicts is not None
-                else []
             )
             _write_verdicts_atomic(path, records)
         return trace_calibration(verdicts, traces, settings)

@@ -69,10 +69,8 @@ def test_two_rounds_calibrated_on_their_own_traces(tmp_path: Path, world: World,
         assert not (d / "crossfit.partial").exists()
         # The held-out set measures that threshold: its share is the items below it.
         local = [r.result for r in read_verdicts(d / "heldout.jsonl")]
-        below = sum(
-            not (v.ok and v.confidence is not None and ev.threshold is not None and v.confidence >= ev.threshold)
-            for v in local
-        )  # type: ignore[union-attr]
+        thr = ev.threshold
+        below = sum(not (v.ok and v.confidence is not None and thr is not None and v.confidence >= thr) for v in local)
         assert ev.escalation_share == pytest.approx(below / len(local))
     one, two = fw.record(1), fw.record(2)
     assert one.challenger is not None and one.challenger.threshold is not None  # the world is easy: it keeps items
