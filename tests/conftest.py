@@ -18,6 +18,36 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+# Deterministic numerics: a fixed thread count for every math library, set
+# before anything imports torch or NumPy (and inherited by the processes tests
+# start). A reduction split over a different number of threads sums in another
+# order, so results compared across runs or workers could differ in the last
+# bits. One thread each also keeps two xdist workers from oversubscribing the
+# two cores CI has.
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+# Rich and typer size their output to the terminal, and an xdist worker or a
+# CI log has none (80 columns): fix the width so tables and ids never wrap or
+# truncate differently from one runner to the next.
+os.environ["COLUMNS"] = "200"
+os.environ.setdefault("LINES", "50")
+
+
+def _hypothesis_profiles() -> None:
+    """No Hypothesis deadline or speed health check anywhere: both fail a test
+    because the machine was busy, not because a property broke. Under CI (the
+    .ci/run script exports CI=1) examples are derandomized, so a run's
+    examples are fixed by the test's source and a failure reproduces."""
+    from hypothesis import HealthCheck, settings
+
+    base = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+    settings.register_profile("judgegraph", **base)
+    settings.register_profile("judgegraph-ci", derandomize=True, database=None, print_blob=True, **base)
+    settings.load_profile("judgegraph-ci" if os.environ.get("CI") else "judgegraph")
+
+
+_hypothesis_profiles()
+
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:

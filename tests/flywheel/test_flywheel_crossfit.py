@@ -106,8 +106,16 @@ def test_each_trace_is_judged_by_a_model_that_never_saw_its_prompt(
     # ProbeTrainer's shortcut (one encoder, one head per fold) gives the verdicts train + load gives.
     fast = asyncio.run(acrossfit_verdicts(trainer, traces, folds=3, seed=5, scratch=tmp_path / "unused"))
     assert fast is not None
+    # The two paths embed the texts in batches of different shapes, and float32 matrix
+    # products block and sum by shape (the AVX2/AVX-512 kernels differently from the
+    # plain ones), so the embeddings differ in their last bits and the convex head fit
+    # moves with them: up to 2.4e-5 in a confidence measured on AVX-512. 1e-3 is 40x
+    # that and far below any gap that would change what a cascade does with a verdict.
+    tol = 1e-3
+    assert [v.confidence for v in fast] == pytest.approx([v.confidence for v in got], abs=tol)
+    # A winner could flip only where two classes' probabilities are within that noise;
+    # this seeded world's least confident item sits at 0.507, a long way from a tie.
     assert [v.winner for v in fast] == [v.winner for v in got]
-    assert [v.confidence for v in fast] == pytest.approx([v.confidence for v in got], abs=1e-5)
 
 
 def test_one_prompt_cannot_be_cross_fitted_so_nothing_is_kept(tmp_path: Path, trainer: ProbeTrainer) -> None:

@@ -80,7 +80,10 @@ def _ini(pytester: pytest.Pytester, url: str, **extra: str) -> None:
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q", *args)
+    # The inner run keeps its own order and no parallel workers, whatever plugins the outer run has.
+    return pytester.runpytest(
+        "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:randomly", "-p", "no:xdist", "-q", *args
+    )  # fmt: skip
 
 
 def _cassette(pytester: pytest.Pytester, name: str = "test_app") -> dict[str, dict[str, object]]:
