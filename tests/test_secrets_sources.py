@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langgraph.checkpoint.memory import InMemorySaver
 
 from judgegraph import OpenAIBackend, PointwiseJudge, RetryPolicy, TGIBackend
@@ -64,6 +66,12 @@ SOURCES: dict[str, Build] = {
         base_url=url + "/v1", api_key="unused", default_headers={"X-Api-Key": key}
     ),
     "openai-client": lambda url, key: _openai(client=_client(url, key)),
+    # LangChain chat models hold the key in a SecretStr field (from the
+    # argument or the environment), headers in default_headers (issue 26).
+    "langchain-argument": lambda url, key: _chat(url, api_key=key),
+    "langchain-env": lambda url, key: _chat(url),
+    "langchain-header": lambda url, key: _chat(url, api_key="unused", default_headers={"X-Api-Key": key}),
+    "langchain-auth-header": lambda url, key: _chat(url, api_key="unused", default_headers={"Authorization": key}),
     "tgi-argument": lambda url, key: TGIBackend(url, token=key, retry=RetryPolicy(max_attempts=1)),
     "tgi-url": lambda url, key: TGIBackend(url.replace("://", f"://user:{key}@"), retry=RetryPolicy(max_attempts=1)),
     "tgi-header": lambda url, key: TGIBackend(url, headers={"X-Api-Key": key}, retry=RetryPolicy(max_attempts=1)),
@@ -71,6 +79,14 @@ SOURCES: dict[str, Build] = {
         url.replace("://", f"://user:{key}@"), mode="generate", retry=RetryPolicy(max_attempts=1)
     ),
 }
+
+
+def _chat(url: str, **kw: Any) -> Any:
+    from langchain_openai import ChatOpenAI
+
+    from judgegraph.backends import ChatModelBackend
+
+    return ChatModelBackend(ChatOpenAI(model="judge", base_url=url + "/v1", **kw), retry=RetryPolicy(max_attempts=1))
 
 
 def _client(url: str, key: str) -> Any:
@@ -89,7 +105,7 @@ async def test_a_credential_from_any_source_reaches_no_output(
     source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     key = _key(source)
-    monkeypatch.setenv("OPENAI_API_KEY", key if source == "openai-env" else "sk-env-unrelated")
+    monkeypatch.setenv("OPENAI_API_KEY", key if source.endswith("-env") else "sk-env-unrelated")
     caplog.set_level(logging.DEBUG)
     for name in ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "huggingface_hub"):
         caplog.set_level(logging.DEBUG, logger=name)
@@ -138,3 +154,70 @@ async def test_a_credential_from_any_source_reaches_no_output(
     logged = "\n".join(f"{r.name} {r.getMessage()} {r.args!r} {r.exc_text or ''}" for r in caplog.records)
     assert "HTTP Request" in logged or "tgi" in source  # the client's INFO request lines were captured
     assert not _leaks(logged), [r.getMessage()[:200] for r in caplog.records if _leaks(r.getMessage())][:3]
+
+
+# ---------------------------------------------------------------- the class, generated
+
+_AUTH_WORDS = ["Api-Key", "Authorization", "Auth-Token", "Token", "Secret", "Session", "Access-Key", "Password"]
+_PLACES = ["api_key", "env", "default_headers", "model_kwargs_headers", "sdk_client"]
+
+
+@given(
+    place=st.sampled_from(_PLACES),
+    header=st.builds(
+        lambda prefix, word, upper: (prefix + word).upper() if upper else prefix + word,
+        st.sampled_from(["", "X-", "X-Org-", "Proxy-"]),
+        st.sampled_from(_AUTH_WORDS),
+        st.booleans(),
+    ),
+    scheme=st.sampled_from(["", "Bearer ", "Token "]),
+    body=st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-", min_size=12, max_size=48),
+)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_chat_models_credential_is_scrubbed_however_given(place: str, header: str, scheme: str, body: str) -> None:
+    """Any chat model credential, wherever it sits on the model (argument,
+    environment, a header of any auth-like name, headers passed per call, the
+    SDK client the caller built), never reaches the error a judge reports."""
+    import os
+
+    import openai
+    from langchain_openai import ChatOpenAI
+
+    from judgegraph.backends import ChatModelBackend
+
+    key = f"sk-{body}"
+    seen: list[str] = []
+
+    def everything(req: LoopbackRequest) -> Fault:
+        seen.extend(req.headers.values())
+        return Fault("status", 401, message=f"you sent {req.headers} to {req.path}")
+
+    old = os.environ.get("OPENAI_API_KEY")
+    os.environ["OPENAI_API_KEY"] = key if place == "env" else "sk-env-unrelated"
+    try:
+        with LoopbackServer(everything) as server:
+            base = server.url + "/v1"
+            kw: dict[str, Any] = {"model": "judge", "base_url": base, "api_key": "sk-unused-but-long"}
+            if place == "api_key":
+                kw["api_key"] = key
+            elif place == "env":
+                del kw["api_key"]
+            elif place == "default_headers":
+                kw["default_headers"] = {header: scheme + key}
+            elif place == "model_kwargs_headers":
+                kw["model_kwargs"] = {"extra_headers": {header: scheme + key}}
+            else:
+                kw["async_client"] = openai.AsyncOpenAI(api_key=key, base_url=base, max_retries=0).chat.completions
+            backend = ChatModelBackend(ChatOpenAI(**kw), retry=RetryPolicy(max_attempts=1))
+            result = PointwiseJudge(backend, structured=False, repair=False).judge(
+                {"instruction": "Q?", "response": "a"}
+            )
+    finally:
+        if old is None:
+            os.environ.pop("OPENAI_API_KEY", None)
+        else:
+            os.environ["OPENAI_API_KEY"] = old
+    assert "401" in (result.reason or "") and not result.ok
+    assert any(body in h for h in seen), seen  # the credential was really sent, and quoted back
+    for text in (result.reason or "", result.model_dump_json(), repr(backend)):
+        assert body not in text, text[:300]

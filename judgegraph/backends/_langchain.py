@@ -27,6 +27,7 @@ from judgegraph.types import MissingExtraError, Pricing, RetryPolicy, Usage
 from ._protocol import Backend, BackendError, Capabilities, GenerateRequest, GenerateResult, TokenLogprob
 from ._reasoning import is_reasoning_model
 from ._retry import Retryable, awith_retries, parse_retry_after
+from ._secrets import Secrets
 
 __all__ = ["ChatModelBackend", "as_backend"]
 
@@ -81,6 +82,11 @@ class ChatModelBackend:
             model = model.model_copy(update={"reasoning_effort": reasoning_effort})
         model, self.model_retries_off = _without_retries(model)
         self.chat_model = model
+        # Its key (a SecretStr field, from the argument or the environment),
+        # credential headers, URL user info and its SDK clients' own: a
+        # server may echo any of them in an error, which generate() scrubs.
+        self._secrets = Secrets()
+        self._secrets.add_held(model)
         has_structured = type(model).with_structured_output is not BaseChatModel.with_structured_output or (
             type(model).bind_tools is not BaseChatModel.bind_tools
         )
@@ -152,9 +158,12 @@ class ChatModelBackend:
         runnable = self._runnable(request.json_schema)
         messages = [_ROLES[m.role](content=m.content) for m in request.messages]
         kwargs = self._kwargs(request)
-        out, attempts, latency = await awith_retries(
-            lambda: self._once(runnable, messages, kwargs), self.retry, f"chat model {self.model}"
-        )
+        try:
+            out, attempts, latency = await awith_retries(
+                lambda: self._once(runnable, messages, kwargs), self.retry, f"chat model {self.model}"
+            )
+        except BackendError as exc:
+            raise self._secrets.scrub_error(exc) from None
         return _to_result(out, attempts, latency, self.model)
 
     async def aclose(self) -> None:

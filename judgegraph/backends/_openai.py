@@ -190,7 +190,7 @@ class OpenAIBackend:
                 lambda: self._once(params), self.retry, f"openai model {self.model}"
             )
         except BackendError as exc:
-            raise BackendError(self._secrets.scrub(str(exc)), attempts=exc.attempts, retryable=exc.retryable) from None
+            raise self._secrets.scrub_error(exc) from None
         return _to_result(resp, attempts, latency, self.model)
 
 

@@ -15,7 +15,12 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
+
+from pydantic import SecretBytes, SecretStr
+
+from ._protocol import BackendError
 
 __all__ = ["REDACTED", "Secrets", "clean_url", "credential_headers", "split_url_credentials", "strip_userinfo"]
 
@@ -60,6 +65,53 @@ def credential_headers(headers: Mapping[str, str] | None) -> list[str]:
     return [str(v) for k, v in (headers or {}).items() if _CREDENTIAL_HEADER.search(str(k))]
 
 
+# Attributes of SDK clients (OpenAI, Anthropic, ...) that hold credentials.
+_CLIENT_ATTRS = ("api_key", "auth_token", "default_headers", "base_url")
+_MAX_DEPTH = 4  # models hold clients hold headers: deep enough, and no cycles
+
+
+def _held(name: str, value: Any, depth: int) -> Iterable[tuple[str | None, str | None]]:
+    """``(secret, None)`` or ``(user, password)`` pairs held under ``name``;
+    a ``(None, None)`` pair never occurs. Walks pydantic models, mappings and
+    SDK clients, so a key given as a ``SecretStr`` field, a header, a URL's
+    user info or inside a client the caller built is found however it came."""
+    if depth > _MAX_DEPTH or value is None or isinstance(value, bool | int | float):
+        return
+    if isinstance(value, SecretStr | SecretBytes):
+        secret = value.get_secret_value()
+        yield (secret.decode("utf-8", "replace") if isinstance(secret, bytes) else secret), None
+    elif isinstance(value, str):
+        _, user, password = split_url_credentials(value) if "@" in value else (value, None, None)
+        if password or user:
+            yield user, password or ""
+        elif _CREDENTIAL_HEADER.search(name) and "name" not in name.lower():
+            yield value, None
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            if isinstance(k, str) and (_CREDENTIAL_HEADER.search(k) or not isinstance(v, str)):
+                yield from _held(k, v, depth + 1)
+            elif isinstance(v, str) and "@" in v:  # a URL under any key
+                yield from _held(k, v, depth + 1)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _held(name, v, depth + 1)
+    else:
+        fields = getattr(type(value), "model_fields", None)
+        names = list(fields) if isinstance(fields, Mapping) else []
+        for attr in (*names, *_CLIENT_ATTRS):
+            try:
+                v = getattr(value, attr, None)
+            except Exception:  # a property that fails is no credential
+                continue
+            if v is not None and v is not value:
+                yield from _held(attr, v if attr != "base_url" else str(v), depth + 1)
+        for attr in ("root_client", "root_async_client", "_client", "_async_client"):
+            # LangChain models keep their SDK clients in private attributes.
+            v = value.__dict__.get(attr) if hasattr(value, "__dict__") else None
+            if v is not None and attr not in names:
+                yield from _held(attr, v, depth + 1)
+
+
 def _forms(value: str) -> Iterable[str]:
     """A credential and the forms a server may echo it in."""
     yield value
@@ -96,6 +148,19 @@ class Secrets:
         if password:
             pair = f"{user or ''}:{password}"
             self.add(password, pair, base64.b64encode(pair.encode("utf-8")).decode("ascii"))
+
+    def add_held(self, obj: object) -> None:
+        """Every credential ``obj`` holds: secret fields, credential headers,
+        URL user info, and those of the SDK clients inside it."""
+        for first, second in _held("", obj, 0):
+            if second is None:
+                self.add(first)
+            else:
+                self.add_basic_auth(first, second)
+
+    def scrub_error(self, exc: BackendError) -> BackendError:
+        """``exc`` with its message scrubbed, attempts and retryability kept."""
+        return BackendError(self.scrub(str(exc)), attempts=exc.attempts, retryable=exc.retryable)
 
     def scrub(self, text: str) -> str:
         text = strip_userinfo(text)

@@ -194,7 +194,7 @@ class TGIBackend:
                 lambda: self._call(request), self.retry, f"TGI endpoint {self.base_url}"
             )
         except BackendError as exc:
-            raise BackendError(self._secrets.scrub(str(exc)), attempts=exc.attempts, retryable=exc.retryable) from None
+            raise self._secrets.scrub_error(exc) from None
         return GenerateResult(
             result.text, result.model, result.usage, result.tokens, result.finish_reason, attempts, latency
         )
