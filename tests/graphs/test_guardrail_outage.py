@@ -10,7 +10,9 @@ when the judge gave no usable verdict, and follow the score when it did.
 No test here asserts a duration: how long decisions take against the budget
 is measured side by side with a bare timer in ``bench/guardrail.py
 --outage`` (results in bench/results/graphs.md). A timeout is seen here
-through ``decision.timed_out``: the judge would have hung for seconds.
+through ``decision.timed_out``: a hang lasts until the server stops, so only
+the guardrail's budget can end it, however slow the machine. Every bound
+below follows from what the server served, never from how fast it ran.
 """
 
 from __future__ import annotations
@@ -21,18 +23,24 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.timing
+
 from graphs import create_guardrail_graph
 from judgegraph import OpenAIBackend, PointwiseJudge, RetryPolicy, Status
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
 
 BUDGET_S = 0.150
 DECISIONS = 60  # per policy
-PROD_RETRY = RetryPolicy(max_attempts=4, initial_delay_s=0.5, timeout_s=60)
+# No jitter: the first backoff (0.5 s) then always outlasts the 0.15 s budget.
+PROD_RETRY = RetryPolicy(max_attempts=4, initial_delay_s=0.5, timeout_s=60, jitter=False)
+# When a decision must not time out (the judge answers at once), a budget no
+# scheduler delay reaches: the test waits only as long as the answer takes.
+GENEROUS_BUDGET_S = 60.0
 ASK: Any = {"instruction": "How do I reset my password?", "answer": "Open Settings, then Security, then Reset."}
 
 
 class Outage:
-    """Per request: 35% hang past the budget, 15% 503, 10% reset, 10% not JSON,
+    """Per request: 35% hang (until the server stops), 15% 503, 10% reset, 10% not JSON,
     10% an answer with no verdict, 20% a good verdict (score 5 or 1)."""
 
     def __init__(self, seed: int) -> None:
@@ -47,7 +55,7 @@ class Outage:
         )  # fmt: skip
         self.served.append(kind)
         if kind == "hang":
-            return Fault("hang", delay_s=3.0)
+            return Fault("hang", delay_s=3600.0)  # released when the server stops
         if kind == "503":
             return Fault("status", 503)
         if kind == "reset":
@@ -72,8 +80,8 @@ def _check(decision: Any, verdict: Any, policy: str) -> None:
         assert decision.score is None
 
 
-async def _decide(policy: str, backend: Any, n: int) -> list[Any]:
-    graph = create_guardrail_graph(fail_policy=policy, threshold=3, timeout_s=BUDGET_S)  # type: ignore[arg-type]
+async def _decide(policy: str, backend: Any, n: int, *, budget_s: float = BUDGET_S) -> list[Any]:
+    graph = create_guardrail_graph(fail_policy=policy, threshold=3, timeout_s=budget_s)  # type: ignore[arg-type]
     ctx = {"judge": PointwiseJudge(structured=False), "backend": backend}
     outs = []
     for _ in range(n):
@@ -92,11 +100,16 @@ async def test_mixed_outage_follows_the_declared_policy(policy: str) -> None:
     decisions = [o["decision"] for o in outs]
     timed_out = sum(d.timed_out for d in decisions)
     applied = sum(d.fail_policy_applied for d in decisions)
-    # The outage was real: most decisions fell to the policy, many by timeout
-    # (a hang lasts 3 s against a 0.15 s budget), and good verdicts got through.
-    assert timed_out >= DECISIONS // 4 and applied >= DECISIONS // 2
-    assert any(not d.fail_policy_applied for d in decisions), "some good verdicts got through"
+    served = outage.served
+    # The outage was real and mixed (the kinds follow from the seed alone).
+    assert {"hang", "503", "good"} <= set(served) and served.count("hang") >= DECISIONS // 5
+    # Each hang ends the decision it belongs to, by the budget: so at least that many time out.
+    assert timed_out >= served.count("hang")
+    # A decision decided by its score used up one good answer; all others fell to the policy.
+    assert DECISIONS - applied <= served.count("good")
     assert all(d.fail_policy_applied and d.score is None for d in decisions if d.timed_out)
+    # (That good verdicts get through at all is checked without a tight budget, below:
+    # here a starved machine may time out a good answer too, and must then apply the policy.)
 
 
 @pytest.mark.parametrize("policy", ["open", "closed"])
@@ -122,9 +135,9 @@ async def test_judge_recovering_from_an_outage_is_trusted_again(policy: str) -> 
         backend = OpenAIBackend(
             "judge", base_url=server.url + "/v1", api_key="k", retry=RetryPolicy(max_attempts=2, initial_delay_s=0.01)
         )
-        down = await _decide(policy, backend, 5)
+        down = await _decide(policy, backend, 5, budget_s=GENEROUS_BUDGET_S)
         state["down"] = False
-        up = await _decide(policy, backend, 5)
+        up = await _decide(policy, backend, 5, budget_s=GENEROUS_BUDGET_S)
     assert all(o["decision"].fail_policy_applied and not o["decision"].timed_out for o in down)
     assert all(o["decision"].judge_status is Status.ERROR for o in down)
     # Back up: the score decides (2 < 3 blocks), whatever the fail policy.

@@ -24,15 +24,21 @@ from typing import Any
 
 import pytest
 
-from judgegraph import OpenAIBackend, PointwiseJudge, RetryPolicy, TGIBackend
+pytestmark = pytest.mark.timing
+
+from judgegraph import OpenAIBackend, PointwiseJudge, RetryPolicy
+from judgegraph.backends import TGIBackend
 from judgegraph.jobs import JobSummary, SourceConfig, Store, arun_job
 from judgegraph.jobs._report import build_report
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
 
 MAX_ATTEMPTS = 4
-# Fast retries; the per-attempt timeout is what a hang runs into.
+# Fast retries. A hang lasts until the server stops, so the per-attempt timeout
+# is the only thing that ends it; the timeout is long enough that no answer the
+# server does send, on however busy a machine, runs into it. So which calls fail
+# follows from the seed alone, and so do the counts checked below.
 RETRY = RetryPolicy(
-    max_attempts=MAX_ATTEMPTS, initial_delay_s=0.02, max_delay_s=0.2, timeout_s=0.75, max_retry_after_s=1.0
+    max_attempts=MAX_ATTEMPTS, initial_delay_s=0.02, max_delay_s=0.2, timeout_s=5.0, max_retry_after_s=1.0
 )
 FAULT_KINDS = ("429", "500", "503", "reset", "hang", "garbage", "cut-off", "no-verdict")
 _ITEM = re.compile(r"item (\d+) of the fault run")
@@ -46,7 +52,7 @@ class FaultyJudge:
     """The responder: answers item i with score ``expected_score(i)``, except
     that about ``share`` of calls fail, each with a kind drawn from
     ``FAULT_KINDS``. The draw depends only on (seed, item, call number), so
-    a run is reproducible up to timing. Counts every call per item."""
+    a run is reproducible. Counts every call per item."""
 
     def __init__(self, share: float, seed: int = 0) -> None:
         self.share = share
@@ -75,7 +81,7 @@ class FaultyJudge:
         if kind == "reset":
             return Fault("reset")
         if kind == "hang":
-            return Fault("hang", delay_s=RETRY.timeout_s + 0.5)
+            return Fault("hang", delay_s=3600.0)  # released when the server stops
         if kind == "garbage":
             return Fault("garbage")
         if kind == "cut-off":
@@ -161,11 +167,9 @@ def check_faulty_run(run: FaultyRun) -> None:
     worst = max(run.server.calls.values())
     assert worst <= 2 * MAX_ATTEMPTS, worst
     # Every request the server saw is counted in the store and the summary. The
-    # client may count a few more: requests that timed out before the server,
-    # busy on a loaded machine, read them.
+    # client may count more: a request it gave up on before the server read it
+    # is the client's alone. How many that is depends on speed, so it is not bounded.
     assert sum(run.attempts.values()) == s.requests >= sum(run.server.calls.values())
-    # How many is load-dependent (4% seen at load 12 on 2 cores); bound it loosely.
-    assert s.requests - sum(run.server.calls.values()) <= 0.1 * s.requests
     # The totals agree: job summary, store, report.
     assert failed == s.unparsed + s.errors == s.problems_total
     assert run.report_counts["ok"] == s.ok
