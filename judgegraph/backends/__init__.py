@@ -9,6 +9,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._cache import CachedBackend, JudgeCache, MemoryCache, SqliteCache, cache_key, server_identity
+from ._identity import (
+    REQUEST_FIELDS_EXCLUDED,
+    IdentifiedBackend,
+    backend_identity,
+    canonical_json,
+    identity_hash,
+    identity_value,
+    request_identity,
+    verdict_identity,
+)
 from ._protocol import (
     Backend,
     BackendError,
@@ -31,6 +41,7 @@ if TYPE_CHECKING:
     from ._transformers import TransformersBackend
 
 __all__ = [
+    "REQUEST_FIELDS_EXCLUDED",
     "Backend",
     "BackendError",
     "CachedBackend",
@@ -38,6 +49,7 @@ __all__ = [
     "ChatModelBackend",
     "GenerateRequest",
     "GenerateResult",
+    "IdentifiedBackend",
     "JudgeCache",
     "MemoryCache",
     "MissingExtraError",
@@ -54,15 +66,21 @@ __all__ = [
     "TransformersBackend",
     "as_backend",
     "awith_retries",
+    "backend_identity",
     "cache_key",
+    "canonical_json",
     "chat_params",
     "chatml_prompt",
     "clean_url",
+    "identity_hash",
+    "identity_value",
     "parse_retry_after",
+    "request_identity",
     "result_from_completion",
     "run_sync",
     "server_identity",
     "strip_userinfo",
+    "verdict_identity",
 ]
 
 _LAZY = {

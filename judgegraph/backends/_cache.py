@@ -1,11 +1,13 @@
 """A judge-call cache that works with any backend.
 
-The key is a SHA-256 over everything that can change a verdict: the whole
-request (messages, generation parameters, JSON schema, logprob settings),
-the template id and version that made it (a new version may parse the same
-text differently), the backend kind, the model and the server identity
-(its base URL). A different server or model therefore misses, even for
-byte-identical prompts.
+The key is a SHA-256 over everything that can change a verdict
+(:func:`~judgegraph.backends.verdict_identity`): the whole request
+(messages, generation parameters, JSON schema, logprob settings), the
+template id and version that made it (a new version may parse the same
+text differently), the backend kind, the model, the server identity (its
+base URL) and the options the backend sends with every call (a reasoning
+effort, a chat model's own settings). A different server, model or option
+therefore misses, even for byte-identical prompts.
 
 A hit returns the stored result with no tokens spent and ``cache_hits=1`` in
 its usage; a miss calls the backend and counts ``cache_misses=1``. Those
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import json
 import sqlite3
 import threading
@@ -27,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from judgegraph.types import Pricing, TokenLogprob, Usage
 
+from ._identity import SERVER, backend_identity, identity_hash, verdict_identity
 from ._protocol import Backend, Capabilities, GenerateRequest, GenerateResult
 
 __all__ = ["CachedBackend", "JudgeCache", "MemoryCache", "SqliteCache", "cache_key", "server_identity"]
@@ -124,27 +126,16 @@ class SqliteCache:
 
 
 def server_identity(backend: Backend) -> str:
-    """Where the backend's answers come from: its base URL when it has one
-    (OpenAI-compatible and TGI servers), else its kind and model."""
-    for attr in ("base_url", "_base_url"):  # OpenAIBackend keeps its URL private
-        url = getattr(backend, attr, None)
-        if isinstance(url, str) and url:
-            return url.rstrip("/")
-    return f"{backend.name}:{backend.model}"
+    """Where the backend's answers come from: its server as
+    :func:`backend_identity` has it, else its kind and model."""
+    server = backend_identity(backend).get(SERVER)
+    return str(server) if server else f"{backend.name}:{backend.model}"
 
 
-def cache_key(request: GenerateRequest, *, backend: str, model: str, server: str) -> str:
-    """The cache key of one call: every request field plus who answers it."""
-    fields = {f.name: getattr(request, f.name) for f in dataclasses.fields(request)}
-    fields["messages"] = [m.model_dump() for m in request.messages]
-    fields.pop("repair")  # a repair's messages differ already; keys stay as they were before the flag
-    payload = {
-        "request": fields,
-        "backend": backend,
-        "model": model,
-        "server": server,
-    }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+def cache_key(request: GenerateRequest, backend: Backend, *, server: str | None = None) -> str:
+    """The cache key of one call: :func:`verdict_identity` of the request and
+    the backend that answers it (``server`` overrides where it is served)."""
+    return identity_hash(verdict_identity(backend=backend, request=request, server=server))
 
 
 class CachedBackend:
@@ -162,7 +153,10 @@ class CachedBackend:
         self._inflight: dict[str, asyncio.Future[GenerateResult]] = {}
 
     def key(self, request: GenerateRequest) -> str:
-        return cache_key(request, backend=self.inner.name, model=self.inner.model, server=self.server)
+        return cache_key(request, self.inner, server=self.server)
+
+    def identity(self) -> dict[str, Any]:
+        return {**backend_identity(self.inner), SERVER: self.server}
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         key = self.key(request)

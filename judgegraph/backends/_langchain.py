@@ -21,15 +21,60 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableLambda
+from pydantic import SecretStr
 
 from judgegraph.types import MissingExtraError, Pricing, RetryPolicy, Usage
 
+from ._identity import identity_value
 from ._protocol import Backend, BackendError, Capabilities, GenerateRequest, GenerateResult, TokenLogprob
 from ._reasoning import is_reasoning_model
 from ._retry import Retryable, awith_retries, parse_retry_after
-from ._secrets import Secrets
+from ._secrets import Secrets, clean_url, credential_headers
 
-__all__ = ["ChatModelBackend", "as_backend"]
+__all__ = ["CHAT_MODEL_FIELDS_EXCLUDED", "ChatModelBackend", "as_backend"]
+
+# Chat model fields that cannot change an answer, each with why; every other
+# field is in the backend's identity.
+CHAT_MODEL_FIELDS_EXCLUDED: Mapping[str, str] = {
+    # Credentials: never in a key (a key is stored with every job).
+    "openai_api_key": "credential",
+    "anthropic_api_key": "credential",
+    "api_key": "credential",
+    # The SDK clients built from the other fields; the server is read from them.
+    "client": "SDK client",
+    "async_client": "SDK client",
+    "root_client": "SDK client",
+    "root_async_client": "SDK client",
+    "http_client": "HTTP transport",
+    "http_async_client": "HTTP transport",
+    "http_socket_options": "HTTP transport",
+    "openai_proxy": "HTTP transport",
+    "anthropic_proxy": "HTTP transport",
+    # When and how often it is asked, not what it answers; retries are ours.
+    "request_timeout": "timeout",
+    "default_request_timeout": "timeout",
+    "stream_chunk_timeout": "timeout",
+    "max_retries": "retries (ours, see ChatModelBackend)",
+    "rate_limiter": "pacing",
+    "streaming": "transport: the whole answer is read either way",
+    "disable_streaming": "transport: the whole answer is read either way",
+    "stream_usage": "usage reporting",
+    "include_response_headers": "response metadata only",
+    # Observation: tracing and LangChain's own bookkeeping.
+    "callbacks": "tracing",
+    "verbose": "logging",
+    "tags": "tracing",
+    "metadata": "tracing",
+    "name": "tracing",
+    "cache": "LangChain's response cache: ours keys the call",
+    "custom_get_token_ids": "token counting",
+    "tiktoken_model_name": "token counting",
+    # LangChain's table of what the model supports (it changes with releases);
+    # the structured-output method it may lead to is keyed as structured_method.
+    "profile": "descriptive model metadata",
+}
+# Fields holding HTTP headers or query parameters: only their non-credential entries are keyed.
+_HEADER_FIELDS = frozenset({"default_headers", "default_query"})
 
 # Providers whose chat models take temperature/max_tokens (and, for OpenAI,
 # logprobs) as call arguments; others run as configured.
@@ -120,6 +165,29 @@ class ChatModelBackend:
     def __repr__(self) -> str:
         return f"ChatModelBackend({type(self.chat_model).__name__}, model={self.model!r})"
 
+    def identity(self) -> dict[str, Any]:
+        """The chat model's class, provider and server, how structured output
+        is asked for, and every field of the model but those in
+        :data:`CHAT_MODEL_FIELDS_EXCLUDED` (so a field LangChain adds later is
+        keyed until someone decides it cannot change an answer)."""
+        model = self.chat_model
+        cls = type(model)
+        options: dict[str, Any] = {}
+        for name in sorted(cls.model_fields):
+            value = getattr(model, name, None)
+            if name in CHAT_MODEL_FIELDS_EXCLUDED or isinstance(value, SecretStr):
+                continue
+            if name in _HEADER_FIELDS and isinstance(value, Mapping):
+                value = {k: v for k, v in value.items() if not credential_headers({str(k): str(v)})}
+            options[name] = identity_value(value)
+        return {
+            "class": f"{cls.__module__}.{cls.__qualname__}",
+            "provider": self.provider,
+            "server": _served_at(model),
+            "structured_method": self.structured_method,
+            "options": options,
+        }
+
     # ------------------------------------------------------------ calls
 
     def _runnable(self, schema: dict[str, Any] | None) -> Runnable[Any, Any]:
@@ -194,6 +262,16 @@ def as_backend(obj: Any) -> Backend:
             weakref.finalize(obj, _wrapped.pop, key, None)
         return found
     return obj  # type: ignore[no-any-return]
+
+
+def _served_at(model: BaseChatModel) -> str | None:
+    """The base URL the model's SDK client sends to (it resolves the
+    environment's defaults), without user info."""
+    for name in ("root_async_client", "root_client", "async_client", "client"):
+        url = getattr(getattr(model, name, None), "base_url", None)
+        if url is not None:
+            return clean_url(str(url)).rstrip("/")
+    return None
 
 
 def _default_method(model: BaseChatModel) -> str:

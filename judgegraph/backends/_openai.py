@@ -144,6 +144,10 @@ class OpenAIBackend:
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIBackend(model={self.model!r}, base_url={self._base_url!r})"
 
+    def identity(self) -> dict[str, Any]:
+        """Where it is served and the reasoning options every call carries."""
+        return {"server": self.endpoint, "reasoning": self.reasoning, "reasoning_effort": self.reasoning_effort}
+
     @property
     def client(self) -> Any:
         """The ``openai.AsyncOpenAI`` client of the running event loop (the batch engine uploads through it)."""

@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from judgegraph.types import Pricing
 
+from ._identity import backend_identity
 from ._protocol import Backend, Capabilities, GenerateRequest, GenerateResult
 
 __all__ = ["RateLimitedBackend", "RateLimiter", "TokenBucket"]
@@ -118,6 +120,9 @@ class RateLimitedBackend:
         self.model: str = inner.model
         self.capabilities: Capabilities = inner.capabilities
         self.pricing: Pricing | None = inner.pricing
+
+    def identity(self) -> dict[str, Any]:  # a limit changes when it answers, not what
+        return backend_identity(self.inner)
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         estimate = estimate_tokens(request)

@@ -99,6 +99,18 @@ class TGIBackend:
     def __repr__(self) -> str:
         return f"TGIBackend(base_url={self.base_url!r}, mode={self.mode!r})"
 
+    def identity(self) -> dict[str, Any]:
+        """Where it is served, which route and schema form it uses, and how a
+        generate-route prompt is rendered."""
+        fmt = self._prompt_format
+        return {
+            "server": self.endpoint,
+            "mode": self.mode,
+            "engine": self.engine,
+            "served_model": self._served_model,
+            "prompt_format": f"{fmt.__module__}.{getattr(fmt, '__qualname__', type(fmt).__qualname__)}",
+        }
+
     async def _call(self, request: GenerateRequest) -> Any:
         import httpx2  # type: ignore[import-not-found]
         from huggingface_hub.errors import HfHubHTTPError, InferenceTimeoutError

@@ -103,6 +103,13 @@ class TransformersBackend:
     def __repr__(self) -> str:
         return f"TransformersBackend(model={self.model!r}, device={self.device!r})"
 
+    def identity(self) -> dict[str, Any]:
+        """The model folder (a relative path names different folders from
+        different places) and the device, which sets the dtype. Batching and
+        the prefix cache change speed, not answers."""
+        path = Path(self.model)
+        return {"server": f"local:{path.resolve() if path.exists() else self.model}", "device": self.device}
+
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         if self.max_context is not None:
             n = len(self.tokenizer(self._prompt(request))["input_ids"])

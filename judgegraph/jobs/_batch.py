@@ -252,7 +252,7 @@ async def arun_batch_job(
         check_options(opt)
     preparer = RowPreparer(kind, source)
     paths = expand_paths(source.path)
-    fp = fingerprint_for(judge, context)
+    fp = fingerprint_for(judge, context, engine=opt.engine_identity())
     chash = config_hash(fp)
     run_id = run_id or default_run_id(source, chash)
     st, owned = _open(store)
@@ -335,7 +335,7 @@ async def aestimate_batch_job(
     opt = options or BatchOptions()
     judge = _check(judge, context)
     preparer = RowPreparer(kind, source)
-    chash = config_hash(fingerprint_for(judge, context))
+    chash = config_hash(fingerprint_for(judge, context, engine=opt.engine_identity()))
     st, owned = _open(store) if store is not None else (None, False)
     try:
         todo: list[PreparedRow] = []

@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -81,6 +82,16 @@ class BatchOptions(BaseModel):
         if self.engine != "vllm" and given:
             raise ValueError(f"{', '.join(given)} only apply to engine 'vllm' (--batch-engine vllm)")
         return self
+
+    def engine_identity(self) -> dict[str, Any] | None:
+        """What answers the batched requests in place of the backend's server,
+        for the config hash: vLLM's runner on its model folder, with its
+        arguments (they may set the dtype, a seed or the context length).
+        None for the provider, whose batches the live model answers."""
+        if self.engine != "vllm":
+            return None
+        folder = str(Path(self.vllm_model or "").absolute())
+        return {"engine": "vllm-run-batch", "model_folder": folder, "args": list(self.vllm_args)}
 
 
 def request_key(body: dict[str, Any]) -> str:

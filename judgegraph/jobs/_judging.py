@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from judgegraph.backends import Backend, RateLimitedBackend, RateLimiter
 from judgegraph.judges import Judge, JudgeInputError
 
-from ._spec import PreparedRow, backend_identity, judge_fingerprint
+from ._spec import PreparedRow, judge_fingerprint
 from ._store import ResultRecord
 
 __all__ = ["failure_record", "fingerprint_for", "judge_prepared", "limit_context", "verdict_record"]
@@ -82,9 +82,16 @@ def limit_context(
     return ctx, judge.with_backends(lambda b: RateLimitedBackend(b, limiter))
 
 
-def fingerprint_for(judge: Judge[Any, Any], context: Mapping[str, Any] | None) -> dict[str, Any]:
+def fingerprint_for(
+    judge: Judge[Any, Any],
+    context: Mapping[str, Any] | None,
+    *,
+    engine: Mapping[str, Any] | None = None,
+    portable: bool = False,
+) -> dict[str, Any]:
+    """The judge's fingerprint with the backend it calls in ``context``; a
+    judge that names no single backend (a cascade) is keyed by every backend
+    the context offers. ``engine`` and ``portable``: see :func:`judge_fingerprint`."""
     backend = judge.backend_for(context)
-    fp = judge_fingerprint(judge, backend)
-    if backend is None and context:
-        fp["context_backends"] = {k: backend_identity(v) for k, v in sorted(context.items()) if isinstance(v, Backend)}
-    return fp
+    offered = {k: v for k, v in (context or {}).items() if isinstance(v, Backend)} if backend is None else None
+    return judge_fingerprint(judge, backend, context_backends=offered, engine=engine, portable=portable)

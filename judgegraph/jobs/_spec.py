@@ -8,7 +8,6 @@ a finished item is never paid for twice, whichever run or engine asks.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
@@ -16,12 +15,11 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from judgegraph.backends import Backend, clean_url
+from judgegraph.backends import Backend, canonical_json, identity_hash, identity_value, verdict_identity
 from judgegraph.config import BackendConfig, JudgeConfig, JudgeKind, build_backend, build_judge
 from judgegraph.judges import Judge, JudgeInputError, coerce_input
 from judgegraph.types import FrozenModel
@@ -98,111 +96,71 @@ class JobSpec(FrozenModel):
     batch_api: BatchOptions | None = None
 
     def config_hash(self) -> str:
-        return config_hash(judge_fingerprint(build_judge(self.judge), _BackendId(self.backend)))
+        """The config hash a run of this spec stores its results under (no
+        call is made and no key is needed to know it)."""
+        return config_hash(judge_fingerprint(build_judge(self.judge), _identity_backend(self.backend)))
 
 
-@dataclass(frozen=True)
-class _BackendId:
-    """What of a backend config can change a verdict: the server and model,
-    not the key, the URL's credentials or the retries."""
-
-    cfg: BackendConfig
-
-    @property
-    def endpoint(self) -> str:
-        url = self.cfg.base_url
-        if url is None and self.cfg.kind == "openai":
-            url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        return clean_url(url or "").rstrip("/")
-
-    @property
-    def name(self) -> str:
-        return "openai" if self.cfg.kind == "openai" else "tgi"
-
-    @property
-    def model(self) -> str:
-        return self.cfg.model
-
-    @property
-    def structured_output(self) -> bool:
-        return self.cfg.structured_output
+def _identity_backend(cfg: BackendConfig) -> Backend:
+    """The backend a config builds, for its identity only: never called, so
+    a placeholder key stands in for one the environment may lack (keys are
+    never part of an identity), and the server the SDK would default to."""
+    if cfg.kind == "openai" and cfg.base_url is None:
+        cfg = cfg.model_copy(update={"base_url": os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"})
+    return build_backend(cfg)
 
 
 # ------------------------------------------------------------------ hashing
 
 
-def _plain(value: Any, depth: int = 0) -> Any:
-    """A JSON-able picture of a judge's configuration."""
-    if depth > 8:
-        return type(value).__name__
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v, depth + 1) for v in value]
-    if isinstance(value, Judge):
-        return judge_fingerprint(value, None)
-    if isinstance(value, Backend):
-        return backend_identity(value)
-    return type(value).__qualname__
-
-
-def backend_identity(backend: Any) -> dict[str, Any]:
-    """A backend's kind, model and server: two servers serving the same model
-    name may answer differently, so their verdicts are never shared."""
-    out: dict[str, Any] = {"backend": backend.name, "model": backend.model}
-    endpoint = getattr(backend, "endpoint", None)
-    if isinstance(endpoint, str) and endpoint:
-        out["endpoint"] = clean_url(endpoint).rstrip("/")
-    return out
+def _judge_value(value: Any) -> Any:
+    return _judge_settings(value, own_backend=True) if isinstance(value, Judge) else NotImplemented
 
 
 # Attributes that change how fast a judge runs, not what it answers.
 _RUNTIME_ONLY = {"max_concurrency", "concurrency"}
 
 
-def judge_fingerprint(judge: Any, backend: Any) -> dict[str, Any]:
-    """Everything about a judge (and its backend's model) that can change a
-    verdict. A judge may define ``config_fingerprint()`` to say it itself;
-    otherwise its public attributes are used, judges nested in it included
-    (cascade tiers, ensemble members)."""
+def _judge_settings(judge: Any, *, own_backend: bool) -> dict[str, Any]:
+    """A judge's own settings: its ``config_fingerprint()`` where it says them
+    itself, else its public attributes, judges nested in it included (cascade
+    tiers, ensemble members); ``own_backend`` keeps its ``backend`` attribute
+    (a nested judge's, or a key), else the caller keys the backend."""
     own = getattr(judge, "config_fingerprint", None)
     if callable(own):
-        fp: dict[str, Any] = {"custom": _plain(own())}
+        fp: dict[str, Any] = {"custom": identity_value(own(), _judge_value)}
     else:
         fp = {
-            k: _plain(v)
+            k: identity_value(v, _judge_value)
             for k, v in sorted(vars(judge).items())
-            if not k.startswith("_") and k not in _RUNTIME_ONLY and not (k == "backend" and backend is not None)
+            if not k.startswith("_") and k not in _RUNTIME_ONLY and (own_backend or k != "backend")
         }
     fp["class"] = f"{type(judge).__module__}.{type(judge).__qualname__}"
-    if backend is not None:
-        fp["backend"] = {"name": backend.name, "model": backend.model}
-        endpoint = getattr(backend, "endpoint", None)
-        if isinstance(endpoint, str) and endpoint:
-            fp["backend"]["endpoint"] = clean_url(endpoint).rstrip("/")
-        if hasattr(backend, "structured_output"):
-            fp["backend"]["structured_output"] = backend.structured_output
-        elif hasattr(backend, "capabilities"):
-            fp["backend"]["structured_output"] = backend.capabilities.structured_output
     return fp
 
 
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+def judge_fingerprint(
+    judge: Any,
+    backend: Backend | None,
+    *,
+    context_backends: Mapping[str, Backend] | None = None,
+    engine: Mapping[str, Any] | None = None,
+    portable: bool = False,
+) -> dict[str, Any]:
+    """Everything about a judge and the backend it calls that can change a
+    verdict: :func:`~judgegraph.backends.verdict_identity` of the backend and
+    the judge's own settings (see there for the other arguments)."""
+    return verdict_identity(
+        backend=backend,
+        judge=_judge_settings(judge, own_backend=backend is None),
+        context_backends=context_backends,
+        engine=engine,
+        portable=portable,
+    )
 
 
 def config_hash(fingerprint: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(fingerprint).encode()).hexdigest()[:32]
+    return identity_hash(fingerprint)[:32]
 
 
 def item_hash(kind: str, item: BaseModel) -> str:

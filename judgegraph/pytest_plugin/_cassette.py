@@ -3,8 +3,10 @@ wrapper that answers from it.
 
 Each entry is keyed by ``<config>-<input>``: the judge-configuration hash
 that batch jobs use (:func:`judgegraph.jobs.fingerprint_for` +
-:func:`~judgegraph.jobs.config_hash`; it covers the template id and version,
-the judge's options and the backend's model) and the same hash of the
+:func:`~judgegraph.jobs.config_hash`, i.e. the one
+:func:`~judgegraph.backends.verdict_identity`: the template id and version,
+the judge's options, the backend's model and options, but not its server)
+and the same hash of the
 validated input. In replay mode the wrapper never calls the judge it wraps,
 so no request can reach the network.
 """
@@ -40,12 +42,9 @@ class CassetteMissError(LookupError):
 
 def cassette_key(judge: Judge[Any, Any], item: BaseModel, context: Any = None) -> str:
     ctx = context if isinstance(context, dict) else None
-    fp = fingerprint_for(judge, ctx)
     # Where the model is served is not what it answers: a recording made
     # against a local server replays in CI, which has none.
-    if isinstance(fp.get("backend"), dict):
-        fp["backend"] = {k: v for k, v in fp["backend"].items() if k != "endpoint"}
-    cfg = config_hash(fp)
+    cfg = config_hash(fingerprint_for(judge, ctx, portable=True))
     inp = config_hash({"input_model": type(item).__name__, "input": item.model_dump(mode="json", exclude_none=True)})
     return f"{cfg[:16]}-{inp[:16]}"
 
