@@ -15,12 +15,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _waiting import await_until, wait_until
 
 pytest.importorskip("openai")
 
@@ -36,6 +36,9 @@ args = sys.argv[1:]
 assert args[:2] == ["-m", "vllm.entrypoints.openai.run_batch"], args
 inp, out = args[args.index("-i") + 1], args[args.index("-o") + 1]
 served = args[args.index("--served-model-name") + 1]
+# A model folder may hold the score it gives (default 4): two folders answer differently.
+score_file = os.path.join(args[args.index("--model") + 1], "score")
+score = open(score_file).read().strip() if os.path.exists(score_file) else "4"
 mode = open(os.path.join(ctl, "mode")).read().strip()  # read before the start is recorded
 with open(os.path.join(ctl, "starts"), "a") as f:
     f.write("%d %s\n" % (os.getpid(), " ".join(args[2:])))
@@ -50,7 +53,7 @@ for line in open(inp):
     assert req["body"]["model"] == served
     body = {"id": "c", "object": "chat.completion", "created": 0, "model": served,
             "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": "Fine. [RESULT] 4"}}],
+                         "message": {"role": "assistant", "content": "Fine. [RESULT] " + score}}],
             "usage": {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35}}
     lines.append(json.dumps({"id": "b", "custom_id": req["custom_id"], "error": None,
                              "response": {"status_code": 200, "request_id": "r", "body": body}}))
@@ -112,21 +115,20 @@ def _states(db: Path) -> list[str]:
         con.close()
 
 
-def _wait(cond: Callable[[], bool], what: str, proc: subprocess.Popen[Any] | None = None) -> None:
-    deadline = time.monotonic() + 60
-    while not cond():
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(
-                f"the job exited ({proc.returncode}) before {what}: {proc.stderr.read()[-2000:] if proc.stderr else ''}"
-            )
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
+def _polled(db: Path) -> float:
+    """When a job last wrote a batch's state (every poll does, after its pump)."""
+    con = sqlite3.connect(db)
+    try:
+        return float(con.execute("SELECT max(updated_at) FROM batches").fetchone()[0])
+    finally:
+        con.close()
 
 
 def _batch_dirs(db: Path) -> list[Path]:
     return sorted((work_dir_for(db) / "batches").glob("*/"))
 
 
+@pytest.mark.timing  # kills a process, waits for run_batch
 @pytest.mark.parametrize("finish", ["before the rerun", "during the rerun"])
 def test_kill9_then_rerun_adopts_the_running_batch_and_starts_nothing_twice(
     tmp_path: Path, stand_in: tuple[Path, Path, Callable[[str], None]], finish: str
@@ -141,7 +143,9 @@ def test_kill9_then_rerun_adopts_the_running_batch_and_starts_nothing_twice(
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}  # no key, no server: none is needed
     job = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    _wait(lambda: _starts(tmp_path) == 1 and any((d / "pid").exists() for d in _batch_dirs(db)), "run_batch ran", job)
+    wait_until(
+        lambda: _starts(tmp_path) == 1 and any((d / "pid").exists() for d in _batch_dirs(db)), "run_batch ran", proc=job
+    )
     os.kill(job.pid, signal.SIGKILL)
     job.wait()
     (batch,) = _batch_dirs(db)
@@ -149,19 +153,22 @@ def test_kill9_then_rerun_adopts_the_running_batch_and_starts_nothing_twice(
     os.kill(launcher, 0)  # run_batch outlived the job that started it
     if finish == "before the rerun":
         (tmp_path / "ctl" / "release").touch()
-        _wait(lambda: (batch / "exit").exists(), "run_batch finished")
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        wait_until(lambda: (batch / "exit").exists(), "run_batch finished")
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     else:
+        before = _polled(db)
         rerun = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.0)  # the rerun polls the batch it found in progress
+        # The rerun polls the batch it found in progress (each poll pumps first, so a
+        # second start would have happened by then) and writes its state to the store.
+        wait_until(lambda: _polled(db) != before, "the rerun polled the batch", proc=rerun)
         assert rerun.poll() is None and _starts(tmp_path) == 1
         (tmp_path / "ctl" / "release").touch()
-        out, err = rerun.communicate(timeout=120)
+        out, err = rerun.communicate()
         done = subprocess.CompletedProcess(cmd, rerun.returncode, out, err)
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
     assert summary["resumed"] is True and summary["ok"] == 4 and summary["engine"] == "batch"
-    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True)
     assert again.returncode == 0 and json.loads(again.stdout)["cached"] == 4
     assert _starts(tmp_path) == 1 and len(_batch_dirs(db)) == 1 and _states(db) == ["completed"]
     with Store(db) as st:
@@ -169,6 +176,7 @@ def test_kill9_then_rerun_adopts_the_running_batch_and_starts_nothing_twice(
     assert [(r.status, r.result["score"] if r.result else None) for r in rows] == [("ok", 4)] * 4
 
 
+@pytest.mark.timing  # kills run_batch mid-run
 async def test_dead_run_batch_with_no_output_fails_and_is_resubmitted_once(
     tmp_path: Path, stand_in: tuple[Path, Path, Callable[[str], None]]
 ) -> None:
@@ -182,14 +190,15 @@ async def test_dead_run_batch_with_no_output_fails_and_is_resubmitted_once(
     job = asyncio.create_task(
         arun_spec(_spec(src), store=db, run_id="r", batch_api=True, batch_options=_options(py, model))
     )
-    deadline = time.monotonic() + 60
-    while not (_starts(tmp_path) == 1 and any((d / "pid").exists() for d in _batch_dirs(db))):
-        assert time.monotonic() < deadline and not job.done()
-        await asyncio.sleep(0.02)
+    await await_until(
+        lambda: job.done() or (_starts(tmp_path) == 1 and any((d / "pid").exists() for d in _batch_dirs(db))),
+        "run_batch ran",
+    )
+    assert not job.done(), job.result()
     set_mode("answer")  # for the resubmission; the first run_batch holds
     (batch,) = _batch_dirs(db)
     os.killpg(int((batch / "pid").read_text().split()[0]), signal.SIGKILL)
-    s = await asyncio.wait_for(job, 60)
+    s = await job
     assert (s.ok, s.errors) == (4, 0)
     assert _starts(tmp_path) == 2 and _states(db) == ["failed", "completed"]
     assert not (batch / "exit").exists() and not (batch / "output.jsonl").exists()
@@ -245,17 +254,17 @@ def test_options_name_what_is_wrong(tmp_path: Path, stand_in: tuple[Path, Path, 
         "--store",
         str(tmp_path / "c.db"),
     ]
-    done = subprocess.run([*cmd, "--batch-engine", "vllm"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([*cmd, "--batch-engine", "vllm"], capture_output=True, text=True)
     assert done.returncode == 2 and "--vllm-model" in done.stderr, done.stderr
     done = subprocess.run(
         [*cmd, "--batch-engine", "vllm", "--vllm-model", str(tmp_path / "none"), "--vllm-python", str(py)],
         capture_output=True,
         text=True,
-        timeout=60,
     )
     assert done.returncode == 2 and "vllm_model (--vllm-model): no model folder" in done.stderr, done.stderr
 
 
+@pytest.mark.timing  # two run_batch processes, waited for
 async def test_queued_batches_start_one_at_a_time_and_once_across_clients(
     tmp_path: Path, stand_in: tuple[Path, Path, Callable[[str], None]]
 ) -> None:
@@ -278,17 +287,15 @@ async def test_queued_batches_start_one_at_a_time_and_once_across_clients(
             metadata={"judgegraph_key": key},
         )
         ids.append(b.id)
-    _wait(lambda: _starts(tmp_path) == 1, "the first run_batch")
+    wait_until(lambda: _starts(tmp_path) == 1, "the first run_batch")
     rerun = VLLMBatchClient(tmp_path / "w", model=model, python=py)
     assert {b.metadata["judgegraph_key"]: b.status async for b in rerun.batches.list()} == {
         "k1": "in_progress",
         "k2": "validating",  # queued behind the first
     }
     (tmp_path / "ctl" / "release").touch()
-    deadline = time.monotonic() + 60
     done: dict[str, Any] = {}
-    while len(done) < 2:
-        assert time.monotonic() < deadline
+    while len(done) < 2:  # no deadline: a hang is pytest-timeout's to catch
         for client in (first, rerun):  # both poll (and pump); the exclusive start keeps it to one each
             for bid in ids:
                 b = await client.batches.retrieve(bid)
@@ -325,9 +332,41 @@ def test_a_local_engine_has_no_provider_discount(
         "--store", str(tmp_path / "s.db"), "--price-in", "2", "--price-out", "8", "--dry-run", "--json",
         "--batch-engine", "vllm", "--vllm-model", str(model), "--vllm-python", str(py),
     ]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     est = json.loads(done.stdout)
     assert est["items"] == 3 and est["live_cost_usd"] > 0
     assert est["batch_cost_usd"] == pytest.approx(est["live_cost_usd"])
     assert _starts(tmp_path) == 0  # a dry run starts no run_batch
+
+
+async def test_python_api_keys_verdicts_by_the_model_folder(
+    tmp_path: Path, stand_in: tuple[Path, Path, Callable[[str], None]]
+) -> None:
+    """arun_job with engine vllm: folder B's job judges again, with B's answers, not A's (issue 24)."""
+    from judgegraph.backends import OpenAIBackend
+    from judgegraph.jobs import arun_job
+    from judgegraph.judges import PointwiseJudge
+
+    py, model_a, _ = stand_in
+    model_b = tmp_path / "model-b"
+    model_b.mkdir()
+    (model_b / "config.json").write_text("{}")
+    (model_b / "score").write_text("2")
+    source, db = SourceConfig(path=str(_items(tmp_path / "items.jsonl", 3))), tmp_path / "s.db"
+    # Never called (run_batch answers); its URL goes nowhere.
+    backend = OpenAIBackend("tiny", base_url="http://127.0.0.1:9/v1", api_key="unused", structured_output=False)
+    judge = PointwiseJudge(backend, structured=False, repair=False, max_tokens=16)
+
+    async def scores(model: Path) -> list[int]:
+        summary = await arun_job(
+            source, judge=judge, kind="pointwise", store=db, batch_api=True, batch_options=_options(py, model)
+        )
+        with Store(db) as st:
+            return [r.result["score"] for r in st.rows(summary.run_id) if r.result is not None]
+
+    assert await scores(model_a) == [4, 4, 4]
+    assert await scores(model_b) == [2, 2, 2]
+    assert _starts(tmp_path) == 2
+    assert await scores(model_a) == [4, 4, 4]  # folder A's verdicts are still reused
+    assert _starts(tmp_path) == 2
