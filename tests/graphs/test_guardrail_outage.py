@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.timing
-
 from graphs import create_guardrail_graph
 from judgegraph import OpenAIBackend, PointwiseJudge, RetryPolicy, Status
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
+
+pytestmark = pytest.mark.timing
 
 BUDGET_S = 0.150
 DECISIONS = 60  # per policy

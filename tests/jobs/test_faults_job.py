@@ -24,13 +24,13 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.timing
-
 from judgegraph import OpenAIBackend, PointwiseJudge, RetryPolicy
 from judgegraph.backends import TGIBackend
 from judgegraph.jobs import JobSummary, SourceConfig, Store, arun_job
 from judgegraph.jobs._report import build_report
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
+
+pytestmark = pytest.mark.timing
 
 MAX_ATTEMPTS = 4
 # Fast retries. A hang lasts until the server stops, so the per-attempt timeout
