@@ -79,9 +79,10 @@ async def test_without_a_reviser_a_low_score_is_blocked() -> None:
     assert out["decision"].action == "block" and "no reviser" in out["decision"].reason
 
 
+@pytest.mark.timing  # a sub-second timeout that must fire
 @pytest.mark.parametrize(("policy", "action"), [("open", "pass"), ("closed", "block")])
 async def test_a_slow_judge_times_out_and_the_fail_policy_decides(policy: Any, action: str) -> None:
-    slow = ScriptedBackend(grade_by_answer, latency_s=30)
+    slow = ScriptedBackend(grade_by_answer, latency_s=3600)  # never answers first, however slow the machine
     graph = create_guardrail_graph(threshold=4, fail_policy=policy, timeout_s=0.05)
     out = await graph.ainvoke(ASK, context=ctx(slow))
     d = out["decision"]
@@ -106,6 +107,7 @@ async def test_an_unreadable_verdict_never_passes_as_a_score() -> None:
     assert out["decision"].action == "block" and out["decision"].judge_status is Status.UNPARSED
 
 
+@pytest.mark.timing  # a sub-second timeout that must fire, over real HTTP
 async def test_timeout_cuts_a_hanging_http_judge(loopback: Any) -> None:
     pytest.importorskip("openai")
     from judgegraph import OpenAIBackend, RetryPolicy
@@ -115,7 +117,8 @@ async def test_timeout_cuts_a_hanging_http_judge(loopback: Any) -> None:
 
     def first_answers_then_hangs(req: Any) -> Any:
         answered.append(True)
-        return Reply('{"feedback": "Fine.", "score": 5}') if len(answered) == 1 else Fault("hang", delay_s=30)
+        # The hang outlasts any machine (it ends when the server stops), so the 0.3 s timeout always fires first.
+        return Reply('{"feedback": "Fine.", "score": 5}') if len(answered) == 1 else Fault("hang", delay_s=3600)
 
     with loopback(first_answers_then_hangs) as server:
         backend = OpenAIBackend(
@@ -198,8 +201,9 @@ async def test_guardrail_as_a_subgraph_revises_inside_the_app() -> None:
     assert out["decision"].action == "pass"
 
 
+@pytest.mark.timing  # a sub-second timeout that must fire
 async def test_guardrail_as_a_subgraph_blocks_when_the_judge_is_slow() -> None:
     guard = create_guardrail_graph(threshold=4, fail_policy="closed", timeout_s=0.05)
-    slow = ScriptedBackend(grade_by_answer, latency_s=30)
+    slow = ScriptedBackend(grade_by_answer, latency_s=3600)  # never answers first
     out = await app(guard).ainvoke({"instruction": ASK["instruction"]}, context=ctx(slow))
     assert out["reply"].startswith("Sorry, I can't help with that (the judge gave no verdict")

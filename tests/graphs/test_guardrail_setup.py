@@ -165,6 +165,7 @@ class _HoldsTheLoop:
         return PointwiseScore(status=Status.OK, score=5, scale=(1, 5))
 
 
+@pytest.mark.timing  # a sub-second budget; the judge holds the loop 0.2 s, so it is always past it
 @pytest.mark.parametrize(("policy", "action"), POLICIES)
 async def test_a_verdict_past_the_deadline_counts_as_timed_out(policy: Any, action: str) -> None:
     judge = _HoldsTheLoop(hold_s=0.2)
