@@ -24,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, SecretStr
 
 from ._protocol import Backend, GenerateRequest
-from ._secrets import clean_url
+from ._secrets import clean_url, credential_headers, strip_userinfo
 
 __all__ = [
     "REQUEST_FIELDS_EXCLUDED",
@@ -33,7 +33,9 @@ __all__ = [
     "canonical_json",
     "identity_hash",
     "identity_value",
+    "public_headers",
     "request_identity",
+    "scrub_strings",
     "verdict_identity",
 ]
 
@@ -68,7 +70,9 @@ def identity_value(value: Any, special: Callable[[Any], Any] | None = None, dept
         got = special(value)
         if got is not NotImplemented:
             return got
-    if value is None or isinstance(value, bool | int | str):
+    if isinstance(value, str):
+        return strip_userinfo(value)  # a URL's user info is a credential
+    if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
@@ -90,6 +94,24 @@ def identity_value(value: Any, special: Callable[[Any], Any] | None = None, dept
     if callable(value):
         return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__qualname__)}"
     return type(value).__qualname__
+
+
+def scrub_strings(value: Any, scrub: Callable[[str], str]) -> Any:
+    """``value`` (an identity) with ``scrub`` applied to every string in it:
+    a backend's known credentials, wherever in its settings they sit."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, Mapping):
+        return {k: scrub_strings(v, scrub) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub_strings(v, scrub) for v in value]
+    return value
+
+
+def public_headers(headers: Mapping[str, Any] | None) -> dict[str, str]:
+    """The headers (or query parameters) that may steer an answer (a route, an
+    API version), without those that carry credentials."""
+    return {str(k): str(v) for k, v in (headers or {}).items() if not credential_headers({str(k): str(v)})}
 
 
 def _fallback_server(backend: Backend) -> str | None:

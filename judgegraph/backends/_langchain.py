@@ -16,7 +16,7 @@ import functools
 import json
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -25,11 +25,11 @@ from pydantic import SecretStr
 
 from judgegraph.types import MissingExtraError, Pricing, RetryPolicy, Usage
 
-from ._identity import identity_value
+from ._identity import identity_value, public_headers, scrub_strings
 from ._protocol import Backend, BackendError, Capabilities, GenerateRequest, GenerateResult, TokenLogprob
 from ._reasoning import is_reasoning_model
 from ._retry import Retryable, awith_retries, parse_retry_after
-from ._secrets import Secrets, clean_url, credential_headers
+from ._secrets import Secrets, clean_url
 
 __all__ = ["CHAT_MODEL_FIELDS_EXCLUDED", "ChatModelBackend", "as_backend"]
 
@@ -39,7 +39,6 @@ CHAT_MODEL_FIELDS_EXCLUDED: Mapping[str, str] = {
     # Credentials: never in a key (a key is stored with every job).
     "openai_api_key": "credential",
     "anthropic_api_key": "credential",
-    "api_key": "credential",
     # The SDK clients built from the other fields; the server is read from them.
     "client": "SDK client",
     "async_client": "SDK client",
@@ -100,6 +99,12 @@ class ChatModelBackend:
 
     name = "langchain"
     traces_itself = True  # the model call is the chat model's own LangChain run
+    # Constructor arguments that cannot change an answer (every other one, and
+    # every field of the model but CHAT_MODEL_FIELDS_EXCLUDED, changes identity()).
+    IDENTITY_EXCLUDED: ClassVar[Mapping[str, str]] = {
+        "retry": "when it is asked again, not what it answers",
+        "pricing": "cost only",
+    }
 
     def __init__(
         self,
@@ -178,14 +183,15 @@ class ChatModelBackend:
             if name in CHAT_MODEL_FIELDS_EXCLUDED or isinstance(value, SecretStr):
                 continue
             if name in _HEADER_FIELDS and isinstance(value, Mapping):
-                value = {k: v for k, v in value.items() if not credential_headers({str(k): str(v)})}
+                value = public_headers(value)
             options[name] = identity_value(value)
         return {
             "class": f"{cls.__module__}.{cls.__qualname__}",
             "provider": self.provider,
             "server": _served_at(model),
             "structured_method": self.structured_method,
-            "options": options,
+            # A key may sit anywhere (model_kwargs, extra_body): every one it holds is redacted.
+            "options": scrub_strings(options, self._secrets.scrub),
         }
 
     # ------------------------------------------------------------ calls

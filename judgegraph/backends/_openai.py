@@ -7,10 +7,11 @@ import json
 import os
 import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from judgegraph.types import Pricing, RetryPolicy, Usage
 
+from ._identity import public_headers
 from ._protocol import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
 from ._reasoning import is_reasoning_model
 from ._retry import Retryable, awith_retries, parse_retry_after
@@ -61,6 +62,7 @@ class OpenAIBackend:
         self.capabilities = Capabilities(structured_output=structured_output, logprobs=not self.reasoning)
         self._fixed_client = client
         self._secrets = Secrets([api_key, *credential_headers(default_headers)])
+        self._public_headers = public_headers(default_headers)
         url, user, password = split_url_credentials(base_url) if base_url else (None, None, None)
         self._secrets.add_basic_auth(user, password)
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
@@ -144,9 +146,25 @@ class OpenAIBackend:
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIBackend(model={self.model!r}, base_url={self._base_url!r})"
 
+    # Constructor arguments that cannot change an answer (every other one
+    # changes identity(): tests/backends/test_identity_reflection.py).
+    IDENTITY_EXCLUDED: ClassVar[Mapping[str, str]] = {
+        "api_key": "credential",
+        "client": "keyed by the server it points at",
+        "retry": "when it is asked again, not what it answers",
+        "pricing": "cost only",
+        "max_connections": "connection pool size",
+    }
+
     def identity(self) -> dict[str, Any]:
-        """Where it is served and the reasoning options every call carries."""
-        return {"server": self.endpoint, "reasoning": self.reasoning, "reasoning_effort": self.reasoning_effort}
+        """Where it is served, the reasoning options and the non-credential
+        headers every call carries."""
+        return {
+            "server": self.endpoint,
+            "reasoning": self.reasoning,
+            "reasoning_effort": self.reasoning_effort,
+            "headers": self._public_headers,
+        }
 
     @property
     def client(self) -> Any:

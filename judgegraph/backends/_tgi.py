@@ -12,10 +12,11 @@ import asyncio
 import base64
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from judgegraph.types import Message, Pricing, RetryPolicy, Usage
 
+from ._identity import identity_value, public_headers
 from ._protocol import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
 from ._retry import Retryable, awith_retries, parse_retry_after
 from ._secrets import Secrets, credential_headers, split_url_credentials
@@ -99,16 +100,24 @@ class TGIBackend:
     def __repr__(self) -> str:
         return f"TGIBackend(base_url={self.base_url!r}, mode={self.mode!r})"
 
+    # Constructor arguments that cannot change an answer (every other one
+    # changes identity(): tests/backends/test_identity_reflection.py).
+    IDENTITY_EXCLUDED: ClassVar[Mapping[str, str]] = {
+        "token": "credential",
+        "retry": "when it is asked again, not what it answers",
+        "pricing": "cost only",
+    }
+
     def identity(self) -> dict[str, Any]:
-        """Where it is served, which route and schema form it uses, and how a
-        generate-route prompt is rendered."""
-        fmt = self._prompt_format
+        """Where it is served, which route and schema form it uses, how a
+        generate-route prompt is rendered, and its non-credential headers."""
         return {
             "server": self.endpoint,
             "mode": self.mode,
             "engine": self.engine,
             "served_model": self._served_model,
-            "prompt_format": f"{fmt.__module__}.{getattr(fmt, '__qualname__', type(fmt).__qualname__)}",
+            "prompt_format": identity_value(self._prompt_format),
+            "headers": public_headers(self._headers),
         }
 
     async def _call(self, request: GenerateRequest) -> Any:

@@ -21,9 +21,9 @@ import copy
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from judgegraph.pretrained import pretrained_source
 from judgegraph.types import Pricing, Usage
@@ -102,6 +102,16 @@ class TransformersBackend:
 
     def __repr__(self) -> str:
         return f"TransformersBackend(model={self.model!r}, device={self.device!r})"
+
+    # Constructor arguments that cannot change an answer (every other one
+    # changes identity()).
+    IDENTITY_EXCLUDED: ClassVar[Mapping[str, str]] = {
+        "max_batch_size": "how calls are gathered",
+        "batch_wait_s": "how calls are gathered",
+        "max_padding": "how a gathered batch is split",
+        "prefix_cache": "a cached prompt head, computed once",
+        "pricing": "cost only",
+    }
 
     def identity(self) -> dict[str, Any]:
         """The model folder (a relative path names different folders from

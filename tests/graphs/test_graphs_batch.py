@@ -10,20 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _waiting import await_until
 
-from judgegraph import (
-    BackendError,
-    Capabilities,
-    GenerateRequest,
-    GenerateResult,
-    JudgeInputError,
-    PointwiseScore,
-    Rubric,
-    RubricResult,
-    Status,
-    create_pairwise_judge,
-    create_pointwise_judge,
-)
+from judgegraph import BackendError, JudgeInputError, PointwiseScore, Rubric, RubricResult, Status
+from judgegraph.backends import Capabilities, GenerateRequest, GenerateResult
 from judgegraph.graphs import (
     ConversationVerdict,
     GuardrailDecision,
@@ -67,6 +57,27 @@ class PacedBackend:
 
 
 def items(n: int) -> list[dict[str, str]]:
+class TogetherBackend(PacedBackend):
+    """Holds each request until ``width`` are in flight at once (or every one of
+    ``total`` has been sent): how many ran together is then set by the graph's
+    cap alone, never by how fast the machine started them."""
+
+    def __init__(self, width: int, total: int) -> None:
+        super().__init__()
+        self.width, self.total = width, total
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        self.calls += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await await_until(lambda: self.in_flight >= self.width or self.calls == self.total, "a full group")
+            self.finished += 1
+            return GenerateResult(text="Seen. [RESULT] 3", model=self.model)
+        finally:
+            self.in_flight -= 1
+
+
     return [{"instruction": "q", "response": f"answer-{i}"} for i in range(n)]
 
 
@@ -75,7 +86,11 @@ def ctx(backend: Any) -> dict[str, Any]:
 
 
 async def test_results_keep_input_order_while_verdicts_stream_as_they_finish() -> None:
-    backend = PacedBackend(delay=lambda n: 0.002 * (6 - n))  # later items finish first
+@pytest.mark.timing  # races items against each other
+    # The odd items are held until every even one has streamed: they finish last by
+    # construction, not because of how long anything took.
+    gate = asyncio.Event()
+    backend = PacedBackend(gate=gate)
     graph = create_batch_graph()
     streamed: list[int] = []
     final: dict[str, Any] = {}
@@ -83,9 +98,12 @@ async def test_results_keep_input_order_while_verdicts_stream_as_they_finish() -
         if mode == "custom":
             streamed.append(chunk["index"])
         else:
+            if {0, 2, 4} <= set(streamed):
+                gate.set()
             final = chunk
     assert sorted(streamed) == list(range(6)) and streamed != list(range(6))
     assert [r.score for r in final["results"]] == [i % 5 + 1 for i in range(6)]
+    assert sorted(streamed[:3]) == [0, 2, 4]
 
 
 async def test_each_item_fails_alone() -> None:
@@ -109,11 +127,15 @@ async def test_each_item_fails_alone() -> None:
 
 
 async def test_max_concurrency_caps_items_in_flight() -> None:
+@pytest.mark.timing  # counts requests in flight together
     graph = create_batch_graph()
-    capped, free = PacedBackend(delay=lambda n: 0.01), PacedBackend(delay=lambda n: 0.01)
+    # Each request waits until 3 (capped) or all 12 (no cap) are in flight: the graph
+    # must let that many run together for the run to finish at all, and a fourth
+    # beside the capped three would show in max_in_flight.
+    capped, free = TogetherBackend(3, total=12), TogetherBackend(12, total=12)
     await graph.ainvoke({"items": items(12)}, {"max_concurrency": 3}, context=ctx(capped))
     await graph.ainvoke({"items": items(12)}, context=ctx(free))
-    assert capped.max_in_flight == 3 and free.max_in_flight > 3
+    assert capped.max_in_flight == 3 and free.max_in_flight == 12
 
 
 async def test_any_judge_kind_and_an_empty_batch() -> None:
@@ -127,6 +149,7 @@ async def test_any_judge_kind_and_an_empty_batch() -> None:
 
 
 async def test_resume_after_interruption_judges_only_unfinished_items(tmp_path: Path) -> None:
+@pytest.mark.timing  # cancels a run mid-way
     pytest.importorskip("langgraph.checkpoint.sqlite")
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -138,11 +161,18 @@ async def test_resume_after_interruption_judges_only_unfinished_items(tmp_path: 
         graph = create_batch_graph(checkpointer=AsyncSqliteSaver(conn, serde=checkpoint_serde()))
         first = PacedBackend(gate=asyncio.Event())  # odd items hang until the run is killed
         run = asyncio.create_task(graph.ainvoke({"items": batch}, cfg, context=ctx(first)))
-        for _ in range(1000):  # until the even items and the bad one are saved
-            state = await graph.aget_state(cfg)
-            if sum(1 for t in state.tasks if t.result) == 5:
-                break
-            await asyncio.sleep(0.01)
+        saved = 0
+
+        async def poll_saved() -> None:
+            nonlocal saved
+            while not (saved == 5 and first.calls == 9):
+                state = await graph.aget_state(cfg)
+                saved = sum(1 for t in state.tasks if t.result)
+                await asyncio.sleep(0.01)
+
+        # Until the even items and the bad one are saved, and every odd item is held
+        # at the model (no deadline: a hang is pytest-timeout's to catch).
+        await poll_saved()
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await run
