@@ -22,6 +22,7 @@ from judgegraph.graphs import (
     checkpoint_serde,
     create_batch_graph,
 )
+from judgegraph.judges import create_pairwise_judge, create_pointwise_judge
 
 
 class PacedBackend:
@@ -56,7 +57,6 @@ class PacedBackend:
             self.in_flight -= 1
 
 
-def items(n: int) -> list[dict[str, str]]:
 class TogetherBackend(PacedBackend):
     """Holds each request until ``width`` are in flight at once (or every one of
     ``total`` has been sent): how many ran together is then set by the graph's
@@ -78,6 +78,7 @@ class TogetherBackend(PacedBackend):
             self.in_flight -= 1
 
 
+def items(n: int) -> list[dict[str, str]]:
     return [{"instruction": "q", "response": f"answer-{i}"} for i in range(n)]
 
 
@@ -85,8 +86,8 @@ def ctx(backend: Any) -> dict[str, Any]:
     return {"judge": create_pointwise_judge(), "backend": backend}
 
 
-async def test_results_keep_input_order_while_verdicts_stream_as_they_finish() -> None:
 @pytest.mark.timing  # races items against each other
+async def test_results_keep_input_order_while_verdicts_stream_as_they_finish() -> None:
     # The odd items are held until every even one has streamed: they finish last by
     # construction, not because of how long anything took.
     gate = asyncio.Event()
@@ -97,13 +98,13 @@ async def test_results_keep_input_order_while_verdicts_stream_as_they_finish() -
     async for mode, chunk in graph.astream({"items": items(6)}, context=ctx(backend), stream_mode=["custom", "values"]):
         if mode == "custom":
             streamed.append(chunk["index"])
-        else:
             if {0, 2, 4} <= set(streamed):
                 gate.set()
+        else:
             final = chunk
     assert sorted(streamed) == list(range(6)) and streamed != list(range(6))
-    assert [r.score for r in final["results"]] == [i % 5 + 1 for i in range(6)]
     assert sorted(streamed[:3]) == [0, 2, 4]
+    assert [r.score for r in final["results"]] == [i % 5 + 1 for i in range(6)]
 
 
 async def test_each_item_fails_alone() -> None:
@@ -126,8 +127,8 @@ async def test_each_item_fails_alone() -> None:
     assert results[0].score == 1 and results[2].score == 3
 
 
-async def test_max_concurrency_caps_items_in_flight() -> None:
 @pytest.mark.timing  # counts requests in flight together
+async def test_max_concurrency_caps_items_in_flight() -> None:
     graph = create_batch_graph()
     # Each request waits until 3 (capped) or all 12 (no cap) are in flight: the graph
     # must let that many run together for the run to finish at all, and a fourth
@@ -148,8 +149,8 @@ async def test_any_judge_kind_and_an_empty_batch() -> None:
         await create_batch_graph().ainvoke({"items": "answer-1"}, context=ctx(PacedBackend()))
 
 
-async def test_resume_after_interruption_judges_only_unfinished_items(tmp_path: Path) -> None:
 @pytest.mark.timing  # cancels a run mid-way
+async def test_resume_after_interruption_judges_only_unfinished_items(tmp_path: Path) -> None:
     pytest.importorskip("langgraph.checkpoint.sqlite")
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
