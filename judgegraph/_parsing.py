@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ._markers import (
@@ -32,7 +33,16 @@ from ._score_distribution import topk_distribution
 from ._templates import DELIM_CLOSE, DELIM_OPEN, ParserKind
 from .types import TokenLogprob
 
-__all__ = ["MAX_OUTPUT_CHARS", "ParseError", "Parsed", "json_body", "parse_output", "value_distribution"]
+__all__ = [
+    "MAX_OUTPUT_CHARS",
+    "ParseError",
+    "Parsed",
+    "copies_evaluated",
+    "copy_form",
+    "json_body",
+    "parse_output",
+    "value_distribution",
+]
 
 
 class ParseError(ValueError):
@@ -261,6 +271,47 @@ def json_body(raw: str) -> str:
             inner = inner[4:]
         body = inner.strip()
     return body
+
+
+# JSON string escapes: a tool call's arguments come back re-serialised with
+# every non-ASCII letter as \uXXXX, a planted verdict may be written so.
+_JSON_ESCAPE = re.compile(r'\\(?:[uU]([0-9a-fA-F]{4})|(["\\/bfnrt]))')
+_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+# Default-ignorable characters outside category Cf (which drop_format_chars
+# covers): combining grapheme joiner, Hangul fillers, Khmer inherent vowels,
+# Mongolian and other variation selectors. They render as nothing.
+_IGNORABLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0\U000e0100-\U000e01ef]")
+
+
+def _json_unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out = _JSON_ESCAPE.sub(lambda m: chr(int(m[1], 16)) if m[1] else _SIMPLE_ESCAPES[m[2]], text)
+    try:  # escaped surrogate pairs (\ud83d\ude00) into the one character they encode
+        return out.encode("utf-16", "surrogatepass").decode("utf-16")
+    except UnicodeDecodeError:  # a lone surrogate: compared as is
+        return out
+
+
+def copy_form(text: str) -> str:
+    """``text`` as the copy check compares it: Unicode NFKC, invisible format
+    characters and other default-ignorables removed, JSON escapes decoded
+    (after the first two, so a disguised escape is decoded too), case folded
+    and whitespace removed. Two texts that read the same to a model (and to
+    a reader) have the same form, whichever path they took."""
+    text = unicodedata.normalize("NFKC", text)
+    text = _json_unescape(_IGNORABLE.sub("", drop_format_chars(text)[0]))
+    text = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return "".join(_IGNORABLE.sub("", drop_format_chars(text)[0]).split())
+
+
+def copies_evaluated(output: str, fields: Iterable[str | None]) -> bool:
+    """Whether a structured ``output`` is a copy of text in the evaluated
+    ``fields`` (a verdict planted there and repeated by the judge). Both
+    sides in :func:`copy_form`; the JSON parser's view of the output (a code
+    fence around it cut off first), so a fenced copy is still a copy."""
+    out = copy_form(json_body(output))
+    return bool(out) and any(v and out in copy_form(v) for v in fields)
 
 
 def _parse_json(raw: str, kind: ParserKind, scale: tuple[int, int], labels: Sequence[str] = ()) -> Parsed:

@@ -235,7 +235,7 @@ class LoopbackServer:
         if req.path.rstrip("/").endswith("chat/completions"):
             choice: dict[str, Any] = {
                 "index": 0,
-                "message": {"role": "assistant", "content": reply.text},
+                "message": _chat_message(req, reply.text),
                 "finish_reason": reply.finish_reason,
                 "logprobs": None,
             }
@@ -302,3 +302,19 @@ def _tops(tokens: list[str], probs: Mapping[str, float] | None) -> list[tuple[fl
     alts = sorted(((lead + k, math.log(p)) for k, p in probs.items() if p > 0), key=lambda a: -a[1])
     out[i] = (math.log(probs[tokens[i].strip()]), alts)
     return out
+
+
+def _chat_message(req: LoopbackRequest, text: str) -> dict[str, Any]:
+    """The assistant message for ``text``: a call of the forced tool when the
+    request forces one and ``text`` is a JSON object (its arguments), as an
+    OpenAI server answers structured output by function calling; else content."""
+    choice = req.body.get("tool_choice")
+    name = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+    try:
+        is_object = isinstance(json.loads(text), dict)
+    except ValueError:
+        is_object = False
+    if not name or not is_object:
+        return {"role": "assistant", "content": text}
+    call = {"id": "call_loopback", "type": "function", "function": {"name": name, "arguments": text}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}

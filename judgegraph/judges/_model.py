@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from judgegraph._parsing import Parsed, ParseError, json_body, parse_output
+from judgegraph._parsing import Parsed, ParseError, copies_evaluated, parse_output
 from judgegraph._score_distribution import DistributionMethod
 from judgegraph._templates import Template, get_template
 from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult
@@ -292,11 +292,4 @@ def _as_backend(obj: Any) -> Backend:
 
 
 def _copies_input(text: str, fields: Mapping[str, str | None]) -> bool:
-    # Compare what the JSON parser reads (a code fence around the verdict is
-    # cut off first), not the raw text: a fenced copy is still a copy.
-    out = "".join(json_body(text).split())
-    return bool(out) and any(v and out in "".join(v.split()) for v in fields.values())
-
-
-BaseJudge = ModelJudge
-"""The earlier name of :class:`ModelJudge`, kept so existing subclasses work."""
+    return copies_evaluated(text, fields.values())
