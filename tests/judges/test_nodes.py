@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import pytest
+from _waiting import await_until
 from langchain_core.callbacks import AsyncCallbackHandler
 from langgraph.graph import END, START, StateGraph
 
@@ -113,18 +114,21 @@ class BatchState(TypedDict, total=False):
     results: list[Any]
 
 
+@pytest.mark.timing  # counts requests in flight together
 async def test_batch_node_honours_max_concurrency_and_order() -> None:
     active = 0
     peak = 0
-
-    import asyncio
+    calls = 0
 
     class Counting(ScriptedBackend):
         async def generate(self, request: GenerateRequest) -> Any:
-            nonlocal active, peak
+            nonlocal active, peak, calls
+            calls += 1
             active += 1
             peak = max(peak, active)
-            await asyncio.sleep(0.01)
+            # Held until three are in flight together (or all 19 valid items were sent):
+            # the peak is then the cap exactly, whatever the machine's speed.
+            await await_until(lambda: active >= 3 or calls == 19, "three requests in flight")
             active -= 1
             return await super().generate(request)
 
@@ -141,6 +145,6 @@ async def test_batch_node_honours_max_concurrency_and_order() -> None:
         {"items": items}, context={"backend": Counting(reply)}, config={"max_concurrency": 3}
     )
     results = out["results"]
-    assert peak <= 3
+    assert peak == 3
     assert isinstance(results[7], JudgeInputError) and "item 7" in str(results[7])
     assert [r.score for i, r in enumerate(results) if i != 7] == [i % 5 + 1 for i in range(20) if i != 7]
