@@ -22,7 +22,9 @@ from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
 pytest.importorskip("openai")
 pytest.importorskip("huggingface_hub")
 
-FAST = RetryPolicy(max_attempts=3, initial_delay_s=0.01, max_delay_s=0.05, timeout_s=2.0)
+# Short backoffs, and a per-request timeout that must never fire here (a loopback
+# answer on a starved machine can take seconds): only the timeout test sets a short one.
+FAST = RetryPolicy(max_attempts=3, initial_delay_s=0.01, max_delay_s=0.05, timeout_s=60.0)
 ITEM = {"instruction": "What is 2+2?", "response": "4"}
 KEY = "sk-test-DO-NOT-LEAK-0123456789"
 
@@ -81,6 +83,7 @@ async def test_structured_output_is_requested_and_parsed(make_backend: BackendFa
         assert schema["required"] == ["feedback", "score"]
 
 
+@pytest.mark.timing  # waits out a retry-after, checks the wait's lower bound
 async def test_429_retry_after_is_honoured_then_succeeds(make_backend: BackendFactory) -> None:
     replies = scripted(Fault("status", 429, retry_after=0.2), Reply("ok [RESULT] 3"))
     with LoopbackServer(replies) as server:
@@ -115,9 +118,11 @@ async def test_persistent_failure_is_an_error_result_with_bounded_attempts(make_
     assert KEY not in (result.reason or "")
 
 
+@pytest.mark.timing  # a sub-second timeout that must fire
 async def test_timeout_is_an_error_not_a_hang(make_backend: BackendFactory) -> None:
     policy = RetryPolicy(max_attempts=2, initial_delay_s=0.01, timeout_s=0.3)
-    with LoopbackServer(scripted(Fault("hang", delay_s=5))) as server:
+    # The hang outlasts any machine (the server's stop ends it): the 0.3 s timeout always fires first.
+    with LoopbackServer(scripted(Fault("hang", delay_s=3600))) as server:
         backend = make_backend(server)
         backend.retry = policy
         result = await PointwiseJudge(backend, structured=False).ajudge(ITEM)
@@ -179,6 +184,7 @@ async def test_usage_and_cost_are_recorded() -> None:
     assert verdict.provenance.cost_usd == pytest.approx((200 * 2.5 + usage.completion_tokens * 10.0) / 1e6)
 
 
+@pytest.mark.timing  # 40 requests at once, each under a timeout
 async def test_concurrent_requests_share_one_backend() -> None:
     counter = itertools.count()
 
