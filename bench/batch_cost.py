@@ -34,22 +34,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judgegraph import (
-    GenerateRequest,
-    GenerateResult,
-    OpenAIBackend,
-    PairwiseJudge,
-    Pricing,
-    RetryPolicy,
-    ScriptedBackend,
-)
+from judgegraph import OpenAIBackend, PairwiseJudge, RetryPolicy, ScriptedBackend
+from judgegraph.backends import GenerateRequest, GenerateResult
 from judgegraph.cascade import CascadeJudge, agreement_credit, describe_policy, plan_cascades
 from judgegraph.datasets import load_llmbar_run
 from judgegraph.jobs import BatchOptions, SourceConfig, Store, arun_job
 from judgegraph.judges import llmbar_replay
 from judgegraph.testing import LoopbackRequest, LoopbackServer, Reply
 from judgegraph.testing_batch import BatchAPI
-from judgegraph.types import PairwiseVerdict, Usage
+from judgegraph.types import PairwiseVerdict, Pricing, Usage
 
 STRONG = "GPT-4"
 WEAK = ("ChatGPT", "LLaMA2", "PaLM2")

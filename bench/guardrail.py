@@ -169,8 +169,9 @@ def _summary(reps: list[Rep]) -> dict[str, float]:
 
 
 async def _run(url: str | None, calls: int, reps: int, warmup: int, freeze: bool) -> dict[str, float]:
-    from judgegraph import ScriptedBackend, create_pointwise_judge
+    from judgegraph import ScriptedBackend
     from judgegraph.graphs import create_guardrail_graph
+    from judgegraph.judges import create_pointwise_judge
 
     client = None
     if url is not None:

@@ -123,7 +123,8 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
 
-    from judgegraph import GenerateRequest, PairwiseJudge, TransformersBackend
+    from judgegraph import PairwiseJudge, TransformersBackend
+    from judgegraph.backends import GenerateRequest
 
     model = args.model or _smollm2.ensure()
     items = _items(args.items, args.max_chars, args.shuffle)
@@ -178,7 +179,7 @@ def main() -> None:
     if not args.no_vllm:
         import _vllm
 
-        from judgegraph import TGIBackend
+        from judgegraph.backends import TGIBackend
 
         install = _vllm.ensure_vllm(ROOT / ".judgegraph")
         log = ROOT / ".judgegraph" / "bench-vllm.log"

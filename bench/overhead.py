@@ -60,7 +60,8 @@ def _client(url: str, n: int, concurrency: int, pairs: int) -> dict[str, list[di
     import openai
     from langgraph.graph import START, StateGraph
 
-    from judgegraph import OpenAIBackend, PairwiseJudge, PairwiseVerdict, create_batch_judge_node
+    from judgegraph import OpenAIBackend, PairwiseJudge, PairwiseVerdict
+    from judgegraph.judges import create_batch_judge_node
 
     items = [{**ITEM, "instruction": ITEM["instruction"].format(i=i)} for i in range(n)]
     backend = OpenAIBackend("judge", base_url=url + "/v1", api_key="x", max_connections=concurrency)

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from judgegraph import ParseError, parse_output
 from judgegraph._templates import DELIM_CLOSE, DELIM_OPEN, neutralize
+from judgegraph.judges import ParseError, parse_output
 
 # Halfway, on a log scale, between linear (4) and quadratic (16). On a loaded
 # machine single shapes measured up to ~7 on one run and ~4 on the next.

@@ -188,7 +188,7 @@ def main() -> None:
 
 
 def _request(judge: Any, trace: Any) -> Any:
-    from judgegraph import GenerateRequest
+    from judgegraph.backends import GenerateRequest
 
     msgs = judge.template.render(judge._fields(trace.to_input()), scale=judge.scale, structured=False)
     return GenerateRequest(tuple(msgs))
@@ -196,7 +196,8 @@ def _request(judge: Any, trace: Any) -> Any:
 
 async def _raw(model: Path, held: list[Any], max_tokens: int) -> list[str]:
     """What the model writes zero-shot (the parse rate alone does not say)."""
-    from judgegraph import GenerateRequest, PairwiseJudge, TransformersBackend
+    from judgegraph import PairwiseJudge, TransformersBackend
+    from judgegraph.backends import GenerateRequest
 
     backend = TransformersBackend(model, max_batch_size=len(held))
     judge = PairwiseJudge(backend, template="pairwise-choice")

@@ -15,21 +15,31 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from judgegraph.judges import Judge, JudgeInputError, coerce_input, find_in_context
+from judgegraph.judges import FromContext, Judge, JudgeInputError, coerce_input
 from judgegraph.rules import SWAPPED_WINNER
 from judgegraph.types import PairwiseInput, PairwiseVerdict, Provenance, Status, SwapPolicy, Winner
 
 from ._scorer import PairScorer
 
-__all__ = ["ClassifierJudge", "create_classifier_judge", "load_classifier"]
+__all__ = ["ClassifierJudge", "create_classifier_judge", "load_classifier", "not_a_model"]
+
+_CONTEXT_SCORER = FromContext("classifier")
+
+
+def not_a_model(owner: str, what: str, value: str) -> TypeError:
+    """A string that names no saved model: it once meant a context key, so say both ways out."""
+    return TypeError(
+        f"{owner}: {value!r} is no saved {what} directory; "
+        f'write from_context("{value}") for the {what} the run\'s context holds'
+    )
 
 
 class ClassifierJudge(Judge[PairwiseInput, PairwiseVerdict]):
     """Judge pairs with a :class:`PairScorer` (an :class:`EncoderProbe` or a
     :class:`SequenceClassifier`). Same public API as the other judges:
     ``ajudge``, ``ajudge_many``, ``ainvoke``, and it works as a LangGraph node
-    via ``create_judge_node``. ``scorer`` may be a key into the runtime context,
-    like a backend.
+    via ``create_judge_node``. ``scorer`` may be ``from_context(key)``, taken
+    from the run's context like a backend (the default: ``from_context("classifier")``).
 
     ``swap=SwapPolicy(mode="single")`` scores only the given order.
     """
@@ -37,8 +47,14 @@ class ClassifierJudge(Judge[PairwiseInput, PairwiseVerdict]):
     input_model = PairwiseInput
 
     def __init__(
-        self, scorer: PairScorer | str = "classifier", *, name: str | None = None, swap: SwapPolicy | None = None
+        self,
+        scorer: PairScorer | FromContext = _CONTEXT_SCORER,
+        *,
+        name: str | None = None,
+        swap: SwapPolicy | None = None,
     ) -> None:
+        if isinstance(scorer, str):  # untyped callers: a string was once a context key
+            raise not_a_model("ClassifierJudge", "scorer", scorer)
         self.scorer = scorer
         self.name = name or type(self).__name__
         self.swap = swap or SwapPolicy()
@@ -74,9 +90,11 @@ class ClassifierJudge(Judge[PairwiseInput, PairwiseVerdict]):
         return (await self._score([item], self._scorer(context)))[0]
 
     def _scorer(self, context: Any = None) -> PairScorer:
-        found = self.scorer if not isinstance(self.scorer, str) else find_in_context(context, self.scorer)
-        if found is None:
-            raise LookupError(f"{self.name}: no scorer given and none under {self.scorer!r} in the runtime context")
+        found = self.scorer
+        if isinstance(found, FromContext):
+            key, found = found.key, found.lookup(context)
+            if found is None:
+                raise LookupError(f"{self.name}: no scorer given and none under {key!r} in the runtime context")
         if not isinstance(found, PairScorer):
             raise TypeError(
                 f"{self.name}: expected a PairScorer (EncoderProbe, SequenceClassifier), got {type(found).__name__}"
@@ -148,12 +166,17 @@ def _argmax(dist: Mapping[str, float]) -> Winner:
 
 
 def create_classifier_judge(
-    scorer: PairScorer | str | Path = "classifier", *, name: str | None = None, swap: SwapPolicy | None = None
+    scorer: PairScorer | str | Path | FromContext = _CONTEXT_SCORER,
+    *,
+    name: str | None = None,
+    swap: SwapPolicy | None = None,
 ) -> ClassifierJudge:
     """A :class:`ClassifierJudge`. ``scorer`` is a loaded scorer, a directory
-    written by a classifier's ``save`` (loaded here), or a context key."""
+    written by a classifier's ``save`` (loaded here), or ``from_context(key)``."""
     if isinstance(scorer, Path) or (isinstance(scorer, str) and Path(scorer).is_dir()):
         scorer = load_classifier(scorer)
+    if isinstance(scorer, str):
+        raise not_a_model("ClassifierJudge", "scorer", scorer)
     return ClassifierJudge(scorer, name=name, swap=swap)
 
 

@@ -49,7 +49,8 @@ def _by_kind(traces: list[PointwiseTrace | PairwiseTrace]) -> dict[str, list[Any
 def _sft_run(
     cfg: FinetuneConfig, ds: JudgeDataset, resume: bool | str | None, progress: bool, log: Callable[[str], None]
 ) -> tuple[Path, dict[str, EvalReport], Path | None, dict[str, str]]:
-    from judgegraph import PairwiseJudge, PointwiseJudge, SwapPolicy, TransformersBackend, get_template
+    from judgegraph import PairwiseJudge, PointwiseJudge, SwapPolicy, TransformersBackend
+    from judgegraph.judges import get_template
 
     from ._export import export_for_serving, launch_commands
     from ._sft import train_sft

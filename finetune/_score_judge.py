@@ -17,8 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from judgegraph.judges import Judge, JudgeInputError, coerce_input, find_in_context
+from judgegraph.judges import FromContext, Judge, JudgeInputError, coerce_input
 from judgegraph.types import PointwiseInput, PointwiseScore, Provenance, Status
+
+from ._classifier_judge import not_a_model
 
 __all__ = ["ScoreRegressor", "ScoreRegressorJudge", "create_score_judge"]
 
@@ -35,11 +37,15 @@ class ScoreRegressor(Protocol):
     def predict_scores(self, items: Sequence[tuple[str, str]]) -> list[float]: ...
 
 
+_CONTEXT_REGRESSOR = FromContext("regressor")
+
+
 class ScoreRegressorJudge(Judge[PointwiseInput, PointwiseScore]):
     """Score single answers with a :class:`ScoreRegressor`. Same API as the
     other judges (``ajudge``, ``ajudge_many``, ``ainvoke``; a LangGraph node
     through ``create_judge_node``; the guardrail graph's ``judge``).
-    ``regressor`` may be a key into the runtime context, like a backend.
+    ``regressor`` may be ``from_context(key)``, taken from the run's context
+    like a backend (the default: ``from_context("regressor")``).
 
     A rubric on the input must use the head's training scale: the head was
     trained on one scale and cannot read another.
@@ -47,10 +53,14 @@ class ScoreRegressorJudge(Judge[PointwiseInput, PointwiseScore]):
 
     input_model = PointwiseInput
 
-    def __init__(self, regressor: ScoreRegressor | str = "regressor", *, name: str | None = None) -> None:
+    def __init__(
+        self, regressor: ScoreRegressor | FromContext = _CONTEXT_REGRESSOR, *, name: str | None = None
+    ) -> None:
+        if isinstance(regressor, str):  # untyped callers: a string was once a context key
+            raise not_a_model("ScoreRegressorJudge", "regressor", regressor)
         self.regressor = regressor
         self.name = name or type(self).__name__
-        if not isinstance(regressor, str):
+        if not isinstance(regressor, FromContext):
             self._check(regressor)
 
     async def ajudge_many(
@@ -84,11 +94,11 @@ class ScoreRegressorJudge(Judge[PointwiseInput, PointwiseScore]):
         return (await self._score([self._item(item, regressor)], regressor))[0]
 
     def _regressor(self, context: Any) -> ScoreRegressor:
-        found = self.regressor if not isinstance(self.regressor, str) else find_in_context(context, self.regressor)
-        if found is None:
-            raise LookupError(
-                f"{self.name}: no regressor given and none under {self.regressor!r} in the runtime context"
-            )
+        found = self.regressor
+        if isinstance(found, FromContext):
+            key, found = found.key, found.lookup(context)
+            if found is None:
+                raise LookupError(f"{self.name}: no regressor given and none under {key!r} in the runtime context")
         return self._check(found)
 
     @staticmethod
@@ -155,13 +165,15 @@ class ScoreRegressorJudge(Judge[PointwiseInput, PointwiseScore]):
 
 
 def create_score_judge(
-    regressor: ScoreRegressor | str | Path = "regressor", *, name: str | None = None
+    regressor: ScoreRegressor | str | Path | FromContext = _CONTEXT_REGRESSOR, *, name: str | None = None
 ) -> ScoreRegressorJudge:
     """A :class:`ScoreRegressorJudge`; ``regressor`` is a loaded head, a
     directory saved by ``train_classifier(task="pointwise")`` (loaded here),
-    or a context key."""
+    or ``from_context(key)``."""
     if isinstance(regressor, Path) or (isinstance(regressor, str) and Path(regressor).is_dir()):
         from ._classifier import SequenceClassifier
 
         regressor = SequenceClassifier.load(regressor)
+    if isinstance(regressor, str):
+        raise not_a_model("ScoreRegressorJudge", "regressor", regressor)
     return ScoreRegressorJudge(regressor, name=name)

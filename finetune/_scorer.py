@@ -2,7 +2,7 @@
 
 A pair scorer gives class probabilities for one answer order. It is not a
 model backend (it generates no text); a :class:`ClassifierJudge` holds one,
-or finds it by key in the runtime context.
+or finds it in the runtime context (``from_context(key)``).
 """
 
 from __future__ import annotations

@@ -182,7 +182,8 @@ def evaluate(
         judge = create_classifier_judge(classifier)
         items = [t for t in items if t.kind == "pairwise"]
     else:
-        from judgegraph import PairwiseJudge, PointwiseJudge, TransformersBackend, get_template
+        from judgegraph import PairwiseJudge, PointwiseJudge, TransformersBackend
+        from judgegraph.judges import get_template
 
         backend = TransformersBackend(model)  # type: ignore[arg-type]
         kind = get_template(template).kind

@@ -2,8 +2,9 @@
 
 Every ``create_*_graph`` factory returns a *compiled* graph: invoke it,
 stream it, or add it to your own graph as a node (a subgraph). Judges come
-from the run's context by key (``context={"judge": ..., "backend": ...}``),
-so one graph serves any backend, ensemble or cascade. Options are
+from the run's context (``judge=from_context("judge")`` by default, then
+``context={"judge": ..., "backend": ...}``), so one graph serves any backend,
+ensemble or cascade. Options are
 keyword-only; pass ``checkpointer=`` to persist runs, and ``cache=`` with
 ``cache_policy=`` for LangGraph's node cache on the nodes that call a judge.
 LangGraph keys that cache on the node's input alone, not on the judge or

@@ -1,9 +1,9 @@
-"""How graphs find their judges: by key in the run's context, like backends.
+"""How graphs find their judges: from the run's context, like backends.
 
 A graph is built once and reused; which model judges is decided per run.
-So a graph holds a judge *key* (or, if you prefer, a fixed judge object),
-and each node looks the key up in ``runtime.context``. The judge then finds
-its own backend in the same context (see ``Judge.resolve_backend``).
+So a graph holds ``from_context(key)`` (or, if you prefer, a fixed judge
+object), and each node looks the key up in ``runtime.context``. The judge
+then finds its own backend in the same context (see ``Judge.resolve_backend``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,20 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from judgegraph.judges import find_in_context
+from judgegraph.judges import FromContext
 from judgegraph.types import PointwiseInput
 
-__all__ = ["JudgeContext", "JudgeLike", "JudgeSpec", "check_backends", "check_judge_kind", "emit", "lookup_judge"]
+__all__ = [
+    "CONTEXT_JUDGE",
+    "JudgeContext",
+    "JudgeLike",
+    "JudgeSpec",
+    "check_backends",
+    "check_judge_kind",
+    "check_spec",
+    "emit",
+    "lookup_judge",
+]
 
 
 @runtime_checkable
@@ -27,8 +37,11 @@ class JudgeLike(Protocol):
     async def ajudge(self, value: Any, *, context: Any = None) -> Any: ...
 
 
-JudgeSpec = JudgeLike | str
-"""A judge object, or the key under which the run's context holds one."""
+JudgeSpec = JudgeLike | FromContext
+"""A judge object, or ``from_context(key)``: the judge the run's context holds under ``key``."""
+
+CONTEXT_JUDGE = FromContext("judge")
+"""The default judge of every graph: the one under ``"judge"`` in the run's context."""
 
 
 class JudgeContext(TypedDict, total=False):
@@ -47,16 +60,26 @@ class JudgeContext(TypedDict, total=False):
     backend: Any
 
 
+def check_spec(spec: object, *, graph: str) -> None:
+    """A string judge is a set-up error at build: it once meant a context key."""
+    if isinstance(spec, str):
+        raise TypeError(
+            f'{graph} graph: the judge {spec!r} is a string; write from_context("{spec}") for the judge '
+            "the run's context holds, or pass a judge object"
+        )
+
+
 def lookup_judge(spec: JudgeSpec, context: Any, *, graph: str) -> JudgeLike:
     """The judge ``spec`` names. A missing or wrong judge is a set-up error
     and raises, naming the key, rather than yielding a failed verdict."""
-    if not isinstance(spec, str):
+    if not isinstance(spec, FromContext):
         return spec
-    found = find_in_context(context, spec)
+    found = spec.lookup(context)
+    key = spec.key
     if found is None:
-        raise LookupError(f"{graph} graph: no judge under {spec!r} in the runtime context")
+        raise LookupError(f"{graph} graph: no judge under {key!r} in the runtime context")
     if not callable(getattr(found, "ajudge", None)):
-        raise TypeError(f"{graph} graph: context[{spec!r}] is a {type(found).__name__}, which has no async ajudge()")
+        raise TypeError(f"{graph} graph: context[{key!r}] is a {type(found).__name__}, which has no async ajudge()")
     return found  # type: ignore[no-any-return]
 
 

@@ -37,7 +37,7 @@ from typing_extensions import TypedDict
 from judgegraph.judges import JudgeInputError
 from judgegraph.types import Status
 
-from ._context import JudgeContext, JudgeSpec, emit, lookup_judge
+from ._context import CONTEXT_JUDGE, JudgeContext, JudgeSpec, check_spec, emit, lookup_judge
 from ._reducers import merge_or_reset
 
 __all__ = ["BatchGraphInput", "BatchGraphOutput", "BatchState", "ItemError", "create_batch_graph"]
@@ -78,17 +78,18 @@ class _ItemTask(TypedDict):
 
 def create_batch_graph(
     *,
-    judge: JudgeSpec = "judge",
+    judge: JudgeSpec = CONTEXT_JUDGE,
     context_schema: type[Any] = JudgeContext,
     checkpointer: Checkpointer = None,
     cache: BaseCache[Any] | None = None,
     cache_policy: CachePolicy[Any] | None = None,
     name: str = "batch",
 ) -> CompiledStateGraph[BatchState, Any, BatchGraphInput, BatchGraphOutput]:
-    """A compiled batch graph; ``judge`` is a context key or a judge object.
+    """A compiled batch graph; ``judge`` is ``from_context(key)`` or a judge object.
 
     Run it with ``config={"max_concurrency": 8, "configurable": {"thread_id": ...}}``.
     """
+    check_spec(judge, graph="batch")
 
     async def plan(state: BatchState, runtime: Runtime[Any]) -> dict[str, Any]:
         items = state.get("items")

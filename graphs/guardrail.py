@@ -38,10 +38,19 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
 from judgegraph import JudgeInputError
-from judgegraph.judges import coerce_input
+from judgegraph.judges import FromContext, coerce_input
 from judgegraph.types import PointwiseInput, Rubric, Status
 
-from ._context import JudgeContext, JudgeSpec, check_backends, check_judge_kind, emit, lookup_judge
+from ._context import (
+    CONTEXT_JUDGE,
+    JudgeContext,
+    JudgeSpec,
+    check_backends,
+    check_judge_kind,
+    check_spec,
+    emit,
+    lookup_judge,
+)
 
 __all__ = [
     "Action",
@@ -114,7 +123,7 @@ def create_guardrail_graph(
     fail_policy: FailPolicy,
     threshold: float,
     threshold_from: Callable[[Any], float] | None = None,
-    judge: JudgeSpec = "judge",
+    judge: JudgeSpec = CONTEXT_JUDGE,
     rubric: Rubric | None = None,
     timeout_s: float = 5.0,
     reviser: Any = None,
@@ -138,6 +147,7 @@ def create_guardrail_graph(
     two graph steps: raise ``recursion_limit`` above 25 for more than about
     ten rounds.
     """
+    check_spec(judge, graph="guardrail")
     if timeout_s <= 0:
         raise ValueError("timeout_s must be positive")
     if max_revisions < 0:
@@ -146,7 +156,7 @@ def create_guardrail_graph(
         raise ValueError(f"fail_policy must be 'open' or 'closed', got {fail_policy!r}")
     allowed = max_revisions if reviser is not None else 0
     fallback: Action = "pass" if fail_policy == "open" else "block"
-    if not isinstance(judge, str):
+    if not isinstance(judge, FromContext):
         check_judge_kind(judge, graph="guardrail")  # a wrong judge object fails at build
 
     async def judge_answer(state: GuardrailState, runtime: Runtime[Any]) -> dict[str, Any]:

@@ -33,10 +33,10 @@ from langgraph.types import CachePolicy, Checkpointer, Send
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
-from judgegraph.judges import coerce_input, worst
+from judgegraph.judges import FromContext, coerce_input, worst
 from judgegraph.types import ConversationInput, Message, PointwiseScore, Rubric, Status
 
-from ._context import JudgeContext, JudgeSpec, emit, lookup_judge
+from ._context import JudgeContext, JudgeSpec, check_spec, emit, lookup_judge
 from ._reducers import merge_or_reset
 
 __all__ = [
@@ -48,6 +48,10 @@ __all__ = [
     "TurnVerdict",
     "create_multiturn_graph",
 ]
+
+# The default keys: the run's context holds the two judges under these.
+_TURN_JUDGE = FromContext("turn_judge")
+_CONVERSATION_JUDGE = FromContext("conversation_judge")
 
 TurnPolicy = Literal["min", "mean", "last"]
 
@@ -127,8 +131,8 @@ def _aggregate(policy: TurnPolicy, scores: list[int]) -> float:
 def create_multiturn_graph(
     *,
     turn_policy: TurnPolicy,
-    turn_judge: JudgeSpec = "turn_judge",
-    conversation_judge: JudgeSpec | None = "conversation_judge",
+    turn_judge: JudgeSpec = _TURN_JUDGE,
+    conversation_judge: JudgeSpec | None = _CONVERSATION_JUDGE,
     context_schema: type[Any] = JudgeContext,
     checkpointer: Checkpointer = None,
     cache: BaseCache[Any] | None = None,
@@ -139,9 +143,11 @@ def create_multiturn_graph(
 
     ``turn_policy`` says how turn scores combine: ``min`` (a conversation is
     as good as its worst turn), ``mean``, or ``last``. ``turn_judge`` and
-    ``conversation_judge`` are context keys or judge objects;
+    ``conversation_judge`` are ``from_context(key)`` or judge objects;
     ``conversation_judge=None`` skips the whole-conversation judgement.
     """
+    check_spec(turn_judge, graph="multiturn")
+    check_spec(conversation_judge, graph="multiturn")
 
     async def prepare(state: MultiTurnState, runtime: Runtime[Any]) -> dict[str, Any]:
         fields = {k: state.get(k) for k in ConversationInput.model_fields if state.get(k) is not None}

@@ -26,7 +26,7 @@ from judgegraph.judges import PairwiseJudge, coerce_input
 from judgegraph.rules import ORDER_LABELS, combine_orders, combine_provenance, flip_verdict
 from judgegraph.types import PairwiseInput, PairwiseVerdict, Rubric, SwapPolicy, worst_status
 
-from ._context import JudgeContext, JudgeSpec, emit, lookup_judge
+from ._context import CONTEXT_JUDGE, JudgeContext, JudgeSpec, check_spec, emit, lookup_judge
 from ._reducers import merge_or_reset
 
 __all__ = ["PairwiseGraphInput", "PairwiseGraphOutput", "PairwiseState", "create_pairwise_graph"]
@@ -67,7 +67,7 @@ async def _judge_order(judge: Any, item: PairwiseInput, *, swapped: bool, contex
 
 def create_pairwise_graph(
     *,
-    judge: JudgeSpec = "judge",
+    judge: JudgeSpec = CONTEXT_JUDGE,
     swap: SwapPolicy | None = None,
     context_schema: type[Any] = JudgeContext,
     checkpointer: Checkpointer = None,
@@ -77,10 +77,11 @@ def create_pairwise_graph(
 ) -> CompiledStateGraph[PairwiseState, Any, PairwiseGraphInput, PairwiseGraphOutput]:
     """A compiled pairwise graph.
 
-    ``judge`` is a key in the runtime context (default ``"judge"``) or a
+    ``judge`` is ``from_context(key)`` (default ``from_context("judge")``) or a
     judge object. ``swap`` overrides the judge's own SwapPolicy (a
     PairwiseJudge's policy is used when not given).
     """
+    check_spec(judge, graph="pairwise")
 
     async def prepare(state: PairwiseState, runtime: Runtime[Any]) -> dict[str, Any]:
         fields = {k: state.get(k) for k in PairwiseInput.model_fields if state.get(k) is not None}

@@ -22,7 +22,7 @@ from typing_extensions import TypedDict
 from judgegraph.judges import coerce_input
 from judgegraph.types import PointwiseInput, PointwiseScore, Rubric
 
-from ._context import JudgeContext, JudgeSpec, emit, lookup_judge
+from ._context import CONTEXT_JUDGE, JudgeContext, JudgeSpec, check_spec, emit, lookup_judge
 
 __all__ = ["PointwiseGraphInput", "PointwiseGraphOutput", "PointwiseState", "create_pointwise_graph"]
 
@@ -45,7 +45,7 @@ class PointwiseState(PointwiseGraphInput, total=False):
 
 def create_pointwise_graph(
     *,
-    judge: JudgeSpec = "judge",
+    judge: JudgeSpec = CONTEXT_JUDGE,
     rubric: Rubric | None = None,
     context_schema: type[Any] = JudgeContext,
     checkpointer: Checkpointer = None,
@@ -53,8 +53,9 @@ def create_pointwise_graph(
     cache_policy: CachePolicy[Any] | None = None,
     name: str = "pointwise",
 ) -> CompiledStateGraph[PointwiseState, Any, PointwiseGraphInput, PointwiseGraphOutput]:
-    """A compiled one-node pointwise graph. ``judge`` is a context key or a
+    """A compiled one-node pointwise graph. ``judge`` is ``from_context(key)`` or a
     judge object; ``rubric`` is the default when the input has none."""
+    check_spec(judge, graph="pointwise")
 
     async def score(state: PointwiseState, runtime: Runtime[Any]) -> dict[str, Any]:
         fields = {k: state.get(k) for k in PointwiseInput.model_fields if state.get(k) is not None}

@@ -24,7 +24,7 @@ from judgegraph.judges import JudgeInputError, coerce_input
 from judgegraph.rules import aggregate_rubric, combine_provenance, validate_criteria
 from judgegraph.types import Criterion, PointwiseInput, PointwiseScore, RubricResult, worst_status
 
-from ._context import JudgeContext, JudgeSpec, emit, lookup_judge
+from ._context import CONTEXT_JUDGE, JudgeContext, JudgeSpec, check_spec, emit, lookup_judge
 from ._reducers import merge_or_reset
 
 __all__ = ["RubricGraphInput", "RubricGraphOutput", "RubricState", "create_rubric_graph"]
@@ -55,7 +55,7 @@ class _CriterionTask(TypedDict):
 
 def create_rubric_graph(
     *,
-    judge: JudgeSpec = "judge",
+    judge: JudgeSpec = CONTEXT_JUDGE,
     criteria: Sequence[Criterion] | None = None,
     context_schema: type[Any] = JudgeContext,
     checkpointer: Checkpointer = None,
@@ -63,8 +63,9 @@ def create_rubric_graph(
     cache_policy: CachePolicy[Any] | None = None,
     name: str = "rubric",
 ) -> CompiledStateGraph[RubricState, Any, RubricGraphInput, RubricGraphOutput]:
-    """A compiled rubric graph. ``judge`` (a context key or a judge object)
+    """A compiled rubric graph. ``judge`` (``from_context(key)`` or a judge object)
     must return a PointwiseScore; ``criteria`` are the default criteria."""
+    check_spec(judge, graph="rubric")
     default = validate_criteria(criteria) if criteria is not None else None
 
     async def prepare(state: RubricState, runtime: Runtime[Any]) -> dict[str, Any]:

@@ -24,7 +24,6 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from judgegraph import create_multiturn_judge, create_pairwise_judge, create_pointwise_judge
 from judgegraph.backends import Backend, BackendError, Capabilities, GenerateRequest, GenerateResult
 from judgegraph.graphs import (
     create_batch_graph,
@@ -34,7 +33,13 @@ from judgegraph.graphs import (
     create_pointwise_graph,
     create_rubric_graph,
 )
-from judgegraph.judges import Judge, find_in_context
+from judgegraph.judges import (
+    Judge,
+    create_multiturn_judge,
+    create_pairwise_judge,
+    create_pointwise_judge,
+    find_in_context,
+)
 from judgegraph.types import Pricing, SwapPolicy
 
 __all__ = [

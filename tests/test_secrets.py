@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from langchain_core.callbacks import AsyncCallbackHandler
 
-from judgegraph import OpenAIBackend, PointwiseJudge, RetryPolicy, TGIBackend
-from judgegraph.backends import BackendError
+from judgegraph import OpenAIBackend, PointwiseJudge, RetryPolicy
+from judgegraph.backends import BackendError, TGIBackend
 from judgegraph.jobs import JobSpec, Store, arun_spec, build_backend
 from judgegraph.jobs._report import write_report
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply

@@ -24,7 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.memory import InMemorySaver
 
-from judgegraph import OpenAIBackend, PointwiseJudge, RetryPolicy, TGIBackend
+from judgegraph import OpenAIBackend, PointwiseJudge, RetryPolicy
+from judgegraph.backends import TGIBackend
 from judgegraph.jobs import SourceConfig, Store, arun_job, write_report
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
 

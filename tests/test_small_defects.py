@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judgegraph import PointwiseJudge, RetryPolicy, ScriptedBackend, TGIBackend, agreement_credit, llmbar_replay
-from judgegraph.backends import GenerateRequest
+from judgegraph import PointwiseJudge, RetryPolicy, ScriptedBackend
+from judgegraph.backends import GenerateRequest, TGIBackend
+from judgegraph.cascade import agreement_credit
 from judgegraph.datasets import DatasetNotFoundError, list_llmbar_runs, load_llmbar, load_llmbar_run
 from judgegraph.finetune import launch_commands
 from judgegraph.jobs import SourceConfig, arun_job
+from judgegraph.judges import llmbar_replay
 from judgegraph.testing import LoopbackServer, Reply, tokenize
 from judgegraph.types import Message, Pricing
 

@@ -29,6 +29,7 @@ from ._protocol import (
     TokenLogprob,
 )
 from ._ratelimit import RateLimitedBackend, RateLimiter, TokenBucket
+from ._resolve import Endpoint, parse_endpoint, resolve_model
 from ._retry import Retryable, awith_retries, parse_retry_after
 from ._scripted import ScriptedBackend
 from ._secrets import Secrets, clean_url, strip_userinfo
@@ -47,6 +48,7 @@ __all__ = [
     "CachedBackend",
     "Capabilities",
     "ChatModelBackend",
+    "Endpoint",
     "GenerateRequest",
     "GenerateResult",
     "IdentifiedBackend",
@@ -74,8 +76,10 @@ __all__ = [
     "clean_url",
     "identity_hash",
     "identity_value",
+    "parse_endpoint",
     "parse_retry_after",
     "request_identity",
+    "resolve_model",
     "result_from_completion",
     "run_sync",
     "server_identity",

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from judgegraph.backends import Backend
-from judgegraph.judges import ModelJudge
+from judgegraph.judges import CONTEXT_BACKEND, FromContext, ModelJudge
 from judgegraph.types import Criterion, FrozenModel, SwapPolicy
 
 __all__ = ["JudgeConfig", "JudgeKind", "build_judge"]
@@ -39,8 +39,8 @@ class JudgeConfig(FrozenModel):
         return self
 
 
-def build_judge(cfg: JudgeConfig, *, backend: Backend | str = "backend") -> ModelJudge[Any, Any]:
-    """The model judge ``cfg`` describes, calling ``backend`` (or the backend under that context key)."""
+def build_judge(cfg: JudgeConfig, *, backend: Backend | str | FromContext = CONTEXT_BACKEND) -> ModelJudge[Any, Any]:
+    """The model judge ``cfg`` describes, calling ``backend`` (a backend, a model id, or ``from_context(key)``)."""
     from judgegraph.judges import MultiTurnJudge, PairwiseJudge, PointwiseJudge, RubricJudge
 
     common: dict[str, Any] = {

@@ -41,7 +41,7 @@ def evaluate_on_heldout(
 
     The threshold is the fixed-sequence calibrated one (``settings.alpha``,
     ``settings.delta``); items the local judge keeps at it are those with
-    confidence >= threshold, as :class:`~judgegraph.LowConfidence` escalates
+    confidence >= threshold, as :class:`~judgegraph.cascade.LowConfidence` escalates
     the rest. Agreement is strict: a verdict counts only when it equals the label.
     A ``calibration`` made elsewhere (on cross-fitted traces) is applied as it
     is instead, and the held-out set only measures it.

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from judgegraph.backends import RateLimitedBackend, RateLimiter, TokenBucket
 
-from ._aliases import run_job, run_spec
 from ._batch import BatchEstimate, BatchOptions, aestimate_batch_job, arun_batch_job
 from ._judging import fingerprint_for
 from ._recorder import JobProgress, JobSummary, ProgressCallback
@@ -81,8 +80,6 @@ __all__ = [
     "judge_fingerprint",
     "langsmith_row",
     "otel_rows",
-    "run_job",
-    "run_spec",
     "run_spec_ray",
     "write_report",
 ]

@@ -7,19 +7,27 @@ replays and LangGraph nodes.
   backend (``PointwiseJudge``, ``PairwiseJudge``, ``RubricJudge``, ``MultiTurnJudge``).
 - :class:`CompositeJudge`: a judge made of judges (ensembles here, cascades in
   :mod:`judgegraph.cascade`), with the helpers composites share.
+- Templates (:func:`get_template`, :func:`register_template`) and the output
+  parser (:func:`parse_output`) the model judges use.
 """
 
 from __future__ import annotations
 
+from judgegraph._parsing import ParseError, parse_output
+from judgegraph._templates import Template, get_template, list_templates, register_template
+
 from ._base import (
+    CONTEXT_BACKEND,
     CONTEXT_CONFIG_KEY,
     RAISE_ON_FAILURE_KEY,
+    FromContext,
     Judge,
     JudgeFailedError,
     JudgeInputError,
     coerce_input,
     context_from_config,
     find_in_context,
+    from_context,
     run_sync,
     worst,
 )
@@ -34,7 +42,7 @@ from ._composite import (
     verdict_text,
 )
 from ._ensemble import Aggregation, EnsembleJudge, create_ensemble_judge
-from ._model import BaseJudge, ModelJudge, Outcome
+from ._model import ModelJudge, Outcome
 from ._node import create_batch_judge_node, create_judge_node
 from ._pairwise import PairwiseJudge, create_pairwise_judge
 from ._pointwise import MultiTurnJudge, PointwiseJudge, create_multiturn_judge, create_pointwise_judge
@@ -57,14 +65,15 @@ from ._trajectory_match import ArgsMode, MatchMode, TrajectoryMatchJudge, match_
 from ._transcript import render_message, render_transcript
 
 __all__ = [
+    "CONTEXT_BACKEND",
     "CONTEXT_CONFIG_KEY",
     "RAISE_ON_FAILURE_KEY",
     "Aggregation",
     "ArgsMode",
-    "BaseJudge",
     "CompositeJudge",
     "EnsembleJudge",
     "FewShotCheck",
+    "FromContext",
     "Judge",
     "JudgeFailedError",
     "JudgeInputError",
@@ -76,11 +85,13 @@ __all__ = [
     "Outcome",
     "PairwiseJudge",
     "PairwiseTrajectoryJudge",
+    "ParseError",
     "PointwiseJudge",
     "ReplayJudge",
     "Result",
     "RubricJudge",
     "SentenceJudge",
+    "Template",
     "TrajectoryInput",
     "TrajectoryJudge",
     "TrajectoryMatchInput",
@@ -104,12 +115,17 @@ __all__ = [
     "create_rubric_judge",
     "create_trajectory_judge",
     "find_in_context",
+    "from_context",
+    "get_template",
     "item_key",
     "judge_name",
     "latency_of",
+    "list_templates",
     "llmbar_replay",
     "match_trajectory",
+    "parse_output",
     "read_verdicts",
+    "register_template",
     "render_message",
     "render_transcript",
     "run_sync",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -21,13 +22,16 @@ from judgegraph.types import worst_status as worst
 from ._from_messages import from_chat_state
 
 __all__ = [
+    "CONTEXT_BACKEND",
     "CONTEXT_CONFIG_KEY",
+    "FromContext",
     "Judge",
     "JudgeFailedError",
     "JudgeInputError",
     "coerce_input",
     "context_from_config",
     "find_in_context",
+    "from_context",
     "run_sync",
     "worst",
 ]
@@ -74,6 +78,33 @@ def find_in_context(context: Any, key: str) -> Any:
     if isinstance(context, Mapping):
         return context.get(key)
     return getattr(context, key, None)
+
+
+@dataclass(frozen=True, slots=True)
+class FromContext:
+    """What the run's context holds under ``key``, looked up at call time:
+    made by :func:`from_context`."""
+
+    key: str
+
+    def lookup(self, context: Any) -> Any:
+        return find_in_context(context, self.key)
+
+    def __repr__(self) -> str:
+        return f"from_context({self.key!r})"
+
+
+def from_context(key: str) -> FromContext:
+    """A backend (or a graph's judge) taken from the run's context under ``key``
+    at call time, not fixed when the judge is built: ``PointwiseJudge(from_context("backend"))``,
+    then ``ajudge(item, context={"backend": OpenAIBackend(...)})``. A plain string is a model id."""
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"from_context takes a non-empty key, got {key!r}")
+    return FromContext(key)
+
+
+CONTEXT_BACKEND = FromContext("backend")
+"""The default of every model judge: the backend under ``"backend"`` in the run's context."""
 
 
 def context_from_config(config: RunnableConfig | None) -> Any:

@@ -14,17 +14,17 @@ from pydantic import BaseModel
 from judgegraph._parsing import Parsed, ParseError, copies_evaluated, parse_output
 from judgegraph._score_distribution import DistributionMethod
 from judgegraph._templates import Template, get_template
-from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult
+from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult, resolve_model
 from judgegraph.types import Message, Pricing, Provenance, Status, Usage
 
-from ._base import Judge, find_in_context
+from ._base import CONTEXT_BACKEND, FromContext, Judge
 from ._distribution import adistributions
 from ._tracing import agenerate_traced
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["BaseJudge", "ModelJudge", "Outcome"]
+__all__ = ["ModelJudge", "Outcome"]
 
 InT = TypeVar("InT", bound=BaseModel)
 OutT = TypeVar("OutT", bound=BaseModel)
@@ -59,19 +59,20 @@ class ModelJudge(Judge[InT, OutT]):
     and provenance. Subclasses set ``input_model`` and ``default_template``
     and implement :meth:`_judge` for one validated item and a backend.
 
-    ``backend`` is a Backend or a LangChain chat model (wrapped in a
-    :class:`~judgegraph.backends.ChatModelBackend`), or a key looked up in
-    the runtime context (a mapping or an object with that attribute), so
-    clients live in context, not in state. An ``init_chat_model`` spec goes
-    through ``ChatModelBackend.from_spec("openai:gpt-4.1-mini")``: a bare
-    string is a context key.
+    ``backend`` is a Backend, a LangChain chat model (wrapped in a
+    :class:`~judgegraph.backends.ChatModelBackend`), a model id
+    (``"openai:gpt-4o"``, ``"anthropic:..."``, ``"vllm:MODEL@URL"``, ``"tgi:URL"``;
+    see :func:`~judgegraph.backends.resolve_model`), or
+    :func:`~judgegraph.from_context` to take it from the run's context at call
+    time, so clients live in context, not in state (the default:
+    ``from_context("backend")``).
     """
 
     default_template: str
 
     def __init__(
         self,
-        backend: Backend | BaseChatModel | str = "backend",
+        backend: Backend | BaseChatModel | str | FromContext = CONTEXT_BACKEND,
         *,
         name: str | None = None,
         template: str | Template | None = None,
@@ -81,7 +82,7 @@ class ModelJudge(Judge[InT, OutT]):
         top_logprobs: int = 10,
         repair: bool = True,
     ) -> None:
-        self.backend: Backend | str = backend if isinstance(backend, str) else _as_backend(backend)
+        self.backend: Backend | FromContext = backend if isinstance(backend, FromContext) else _as_backend(backend)
         self.template = template if isinstance(template, Template) else get_template(template or self.default_template)
         self.name = name or type(self).__name__
         self.scale = scale or self.template.default_scale
@@ -94,14 +95,15 @@ class ModelJudge(Judge[InT, OutT]):
 
     def resolve_backend(self, backend: Backend | None = None, context: Any = None) -> Backend:
         """The backend for a call: ``backend`` if given, else the judge's own,
-        else the one under the judge's key in ``context``."""
+        else the one ``context`` holds under its ``from_context`` key."""
         if backend is not None:
             return _as_backend(backend)
-        if not isinstance(self.backend, str):
+        if not isinstance(self.backend, FromContext):
             return self.backend
-        found = find_in_context(context, self.backend)
+        found = self.backend.lookup(context)
         if found is None:
-            raise LookupError(f"{self.name}: no backend given and none under {self.backend!r} in the runtime context")
+            key = self.backend.key
+            raise LookupError(f"{self.name}: no backend given and none under {key!r} in the runtime context")
         return _as_backend(found)
 
     def check_context(self, context: Any) -> None:
@@ -111,7 +113,7 @@ class ModelJudge(Judge[InT, OutT]):
         return self.resolve_backend(None, context)
 
     def with_backends(self, wrap: Callable[[Backend], Backend]) -> ModelJudge[InT, OutT]:
-        if isinstance(self.backend, str):
+        if isinstance(self.backend, FromContext):
             return self
         clone = copy.copy(self)
         clone.backend = wrap(self.backend)
@@ -283,7 +285,9 @@ def price_rest(pricing: Pricing | None, usage: Usage, known_cost: float, known: 
 
 
 def _as_backend(obj: Any) -> Backend:
-    """A backend as is; a LangChain chat model wrapped (once per model)."""
+    """A backend as is; a model id resolved; a LangChain chat model wrapped (once per model)."""
+    if isinstance(obj, str):
+        return resolve_model(obj)
     if hasattr(obj, "generate") and hasattr(obj, "capabilities"):
         return obj  # type: ignore[no-any-return]
     from judgegraph.backends import as_backend

@@ -11,6 +11,7 @@ from judgegraph.backends import Backend
 from judgegraph.rules import SWAPPED_WINNER, combine_orders, combine_provenance
 from judgegraph.types import PairwiseInput, PairwiseVerdict, Status, SwapPolicy, Winner, worst_status
 
+from ._base import CONTEXT_BACKEND, FromContext
 from ._model import ModelJudge, Outcome
 
 __all__ = ["PairwiseJudge", "create_pairwise_judge"]
@@ -31,7 +32,7 @@ class PairwiseJudge(ModelJudge[PairwiseInput, PairwiseVerdict]):
 
     def __init__(
         self,
-        backend: Backend | str = "backend",
+        backend: Backend | str | FromContext = CONTEXT_BACKEND,
         *,
         swap: SwapPolicy | None = None,
         name: str | None = None,
@@ -133,7 +134,7 @@ class PairwiseJudge(ModelJudge[PairwiseInput, PairwiseVerdict]):
 
 
 def create_pairwise_judge(
-    backend: Backend | str = "backend",
+    backend: Backend | str | FromContext = CONTEXT_BACKEND,
     *,
     template: str | Template = "pairwise-scores",
     swap: SwapPolicy | None = None,

@@ -9,7 +9,7 @@ from judgegraph._templates import Template, generic_rubric, rubric_text
 from judgegraph.backends import Backend
 from judgegraph.types import ConversationInput, PointwiseInput, PointwiseScore, Rubric, Status
 
-from ._base import JudgeInputError, coerce_input
+from ._base import CONTEXT_BACKEND, FromContext, JudgeInputError, coerce_input
 from ._model import ModelJudge, Outcome
 from ._transcript import render_message, render_transcript
 
@@ -56,7 +56,7 @@ class PointwiseJudge(_ScoreJudge):
 
     def __init__(
         self,
-        backend: Backend | str = "backend",
+        backend: Backend | str | FromContext = CONTEXT_BACKEND,
         *,
         name: str | None = None,
         template: str | Template | None = None,
@@ -105,7 +105,7 @@ class MultiTurnJudge(_ScoreJudge):
 
     def __init__(
         self,
-        backend: Backend | str = "backend",
+        backend: Backend | str | FromContext = CONTEXT_BACKEND,
         *,
         mode: Literal["conversation", "turn"] = "conversation",
         name: str | None = None,
@@ -170,7 +170,7 @@ class MultiTurnJudge(_ScoreJudge):
 
 
 def create_pointwise_judge(
-    backend: Backend | str = "backend",
+    backend: Backend | str | FromContext = CONTEXT_BACKEND,
     *,
     template: str | Template = "pointwise-rubric",
     name: str | None = None,
@@ -194,7 +194,7 @@ def create_pointwise_judge(
 
 
 def create_multiturn_judge(
-    backend: Backend | str = "backend",
+    backend: Backend | str | FromContext = CONTEXT_BACKEND,
     *,
     mode: Literal["conversation", "turn"] = "conversation",
     name: str | None = None,

@@ -10,6 +10,7 @@ from judgegraph.backends import Backend
 from judgegraph.rules import aggregate_rubric, combine_provenance, validate_criteria, weighted_score
 from judgegraph.types import Criterion, PointwiseInput, PointwiseScore, RubricResult, worst_status
 
+from ._base import CONTEXT_BACKEND, FromContext
 from ._model import ModelJudge
 from ._pointwise import PointwiseJudge
 
@@ -30,7 +31,7 @@ class RubricJudge(ModelJudge[PointwiseInput, RubricResult]):
 
     def __init__(
         self,
-        backend: Backend | str = "backend",
+        backend: Backend | str | FromContext = CONTEXT_BACKEND,
         *,
         criteria: Sequence[Criterion],
         max_concurrency: int | None = None,
@@ -81,7 +82,7 @@ class RubricJudge(ModelJudge[PointwiseInput, RubricResult]):
 
 
 def create_rubric_judge(
-    backend: Backend | str = "backend",
+    backend: Backend | str | FromContext = CONTEXT_BACKEND,
     *,
     criteria: Sequence[Criterion],
     max_concurrency: int | None = None,

@@ -31,6 +31,7 @@ from judgegraph._templates import _SYSTEM, Template
 from judgegraph.backends import Backend
 from judgegraph.types import FrozenModel, LabelVerdict, PointwiseInput, PointwiseScore, Status
 
+from ._base import CONTEXT_BACKEND, FromContext
 from ._model import ModelJudge, Outcome
 
 __all__ = ["FewShotCheck", "LabelledExample", "SentenceJudge", "acheck_few_shot", "create_judge", "similarity"]
@@ -155,7 +156,7 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
     def __init__(
         self,
         criterion: str,
-        backend: Backend | str = "backend",
+        backend: Backend | str | FromContext = CONTEXT_BACKEND,
         *,
         choices: Sequence[str] | None = None,
         scale: tuple[int, int] | None = None,
@@ -284,7 +285,7 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
 
 def create_judge(
     criterion: str,
-    backend: Backend | str = "backend",
+    backend: Backend | str | FromContext = CONTEXT_BACKEND,
     *,
     choices: Sequence[str] | None = None,
     scale: tuple[int, int] | None = None,

@@ -22,6 +22,7 @@ from judgegraph._templates import Template, rubric_text
 from judgegraph.backends import Backend
 from judgegraph.types import Message, PointwiseScore, SwapPolicy
 
+from ._base import CONTEXT_BACKEND, FromContext
 from ._pairwise import PairwiseJudge
 from ._pointwise import _ScoreJudge
 from ._trajectory_inputs import TrajectoryInput, TrajectoryPairInput
@@ -44,7 +45,7 @@ class TrajectoryJudge(_ScoreJudge):
 
     def __init__(
         self,
-        backend: Backend | str = "backend",
+        backend: Backend | str | FromContext = CONTEXT_BACKEND,
         *,
         name: str | None = None,
         template: str | Template | None = None,
@@ -143,7 +144,7 @@ def create_trajectory_judge(
 
 
 def create_trajectory_judge(
-    backend: Backend | str = "backend",
+    backend: Backend | str | FromContext = CONTEXT_BACKEND,
     *,
     kind: Literal["rubric", "pairwise", "match"] = "rubric",
     match: MatchMode = "strict",

@@ -7,13 +7,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from judgegraph.backends import Backend
+from judgegraph.backends import Backend, Endpoint
 from judgegraph.datasets import PandaLMItem
-from judgegraph.judges import Judge, PairwiseJudge, ReplayJudge, item_key
+from judgegraph.judges import Judge, PairwiseJudge, ReplayJudge, from_context, item_key
 
 if TYPE_CHECKING:
     from judgegraph.graphs.pairwise import PairwiseGraphInput
@@ -22,11 +20,9 @@ from judgegraph.types import PairwiseInput, PairwiseVerdict, Pricing, Provenance
 
 __all__ = [
     "GPT35_PRICING",
-    "Endpoint",
     "GraphJudge",
     "build_endpoint_judge",
     "estimate_teacher_usage",
-    "parse_endpoint",
     "recorded_teacher",
 ]
 
@@ -81,47 +77,6 @@ def recorded_teacher(items: Sequence[PandaLMItem], *, name: str = "teacher") -> 
 # ---------------------------------------------------------------- endpoints
 
 
-class Endpoint(BaseModel):
-    """A judge model behind an HTTP endpoint, as given on the command line.
-
-    ``openai:MODEL`` (OpenAI, key from ``OPENAI_API_KEY``),
-    ``openai:MODEL@URL`` or ``vllm:MODEL@URL`` (any OpenAI-compatible server,
-    e.g. vLLM at ``http://host:8000/v1``), ``tgi:URL`` (Text Generation Inference).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Literal["openai", "tgi"]
-    model: str = Field(min_length=1)
-    base_url: str | None = None
-
-    @property
-    def label(self) -> str:
-        where = f" at {self.base_url}" if self.base_url else ""
-        return f"{self.model}{where}"
-
-
-def parse_endpoint(spec: str) -> Endpoint:
-    """Read ``openai:MODEL[@URL]``, ``vllm:MODEL@URL`` or ``tgi:URL``."""
-    scheme, sep, rest = spec.partition(":")
-    scheme = scheme.strip().lower()
-    if not sep or not rest.strip():
-        raise ValueError(f"{spec!r}: expected openai:MODEL[@URL], vllm:MODEL@URL or tgi:URL")
-    rest = rest.strip()
-    if scheme == "tgi":
-        if not rest.startswith(("http://", "https://")):
-            raise ValueError(f"{spec!r}: a TGI endpoint is tgi:http://host:port")
-        return Endpoint(kind="tgi", model="tgi", base_url=rest)
-    if scheme in ("openai", "vllm"):
-        model, at, url = rest.partition("@")
-        if scheme == "vllm" and not at:
-            raise ValueError(f"{spec!r}: a vLLM endpoint is vllm:MODEL@http://host:port/v1")
-        if at and not url.startswith(("http://", "https://")):
-            raise ValueError(f"{spec!r}: the part after @ must be an http(s) URL")
-        return Endpoint(kind="openai", model=model.strip(), base_url=url or None)
-    raise ValueError(f"{spec!r}: unknown endpoint kind {scheme!r}; use openai:, vllm: or tgi:")
-
-
 def build_endpoint_judge(endpoint: Endpoint, *, name: str, concurrency: int = 16) -> PairwiseJudge:
     """A pairwise judge (both answer orders) on the endpoint, built with the jobs module's backend config."""
     from judgegraph.config import BackendConfig, build_backend
@@ -155,7 +110,7 @@ class GraphJudge(Judge[PairwiseInput, PairwiseVerdict]):
         swap = None if isinstance(judge, PairwiseJudge) else SwapPolicy(mode="single")
         self.name = name
         self.inner = judge  # not ``judge``: that name is Judge's sync method
-        self.graph = create_pairwise_graph(judge="judge", swap=swap, name=name)
+        self.graph = create_pairwise_graph(judge=from_context("judge"), swap=swap, name=name)
         self._fingerprint = {"graph": "pairwise", "swap": None if swap is None else swap.mode, **fingerprint}
 
     def context(self) -> dict[str, Any]:

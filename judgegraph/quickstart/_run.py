@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from judgegraph.backends import Endpoint, parse_endpoint
 from judgegraph.cascade import Abstain, CascadeJudge, LowConfidence, Tier
 from judgegraph.datasets import PandaLMItem
 from judgegraph.judges import Judge
@@ -36,11 +37,9 @@ from ._crossfit import CrossFitJudge, assign_folds, fold_judges
 from ._data import load_bundled_pandalm, split_pandalm_by_prompt
 from ._judges import (
     GPT35_PRICING,
-    Endpoint,
     GraphJudge,
     build_endpoint_judge,
     file_digest,
-    parse_endpoint,
     recorded_teacher,
 )
 from ._models import QuickstartOptions, QuickstartResult

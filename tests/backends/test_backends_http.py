@@ -8,16 +8,10 @@ from typing import Any
 
 import pytest
 
-from judgegraph import (
-    OpenAIBackend,
-    PairwiseJudge,
-    PointwiseJudge,
-    Pricing,
-    RetryPolicy,
-    Status,
-    TGIBackend,
-)
+from judgegraph import OpenAIBackend, PairwiseJudge, PointwiseJudge, RetryPolicy, Status
+from judgegraph.backends import TGIBackend
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
+from judgegraph.types import Pricing
 
 pytest.importorskip("openai")
 pytest.importorskip("huggingface_hub")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from judgegraph import OpenAIBackend, PointwiseJudge, Status, get_template
+from judgegraph import OpenAIBackend, PointwiseJudge, Status
 from judgegraph.backends import CachedBackend, MemoryCache, SqliteCache, TGIBackend
+from judgegraph.judges import get_template
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
 
 ITEM = {"instruction": "What is 2+2?", "response": "4"}

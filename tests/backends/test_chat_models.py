@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from judgegraph import PairwiseJudge, PointwiseJudge
+from judgegraph import PairwiseJudge, PointwiseJudge, from_context
 from judgegraph.backends import ChatModelBackend, OpenAIBackend
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
 from judgegraph.types import Pricing, RetryPolicy, Status
@@ -58,11 +58,11 @@ async def test_chat_model_given_directly_or_found_in_context() -> None:
     with LoopbackServer(responder) as server:
         model = chat_openai(server)
         direct = await PointwiseJudge(model).ajudge(ITEM)  # type: ignore[arg-type]
-        from_context = await PointwiseJudge("llm").ajudge(ITEM, context={"llm": model})
-        pairwise = await PairwiseJudge("llm").ajudge(
+        looked_up = await PointwiseJudge(from_context("llm")).ajudge(ITEM, context={"llm": model})
+        pairwise = await PairwiseJudge(from_context("llm")).ajudge(
             {"instruction": "Say hi.", "response_a": "Hi!", "response_b": "Go away."}, context={"llm": model}
         )
-    assert direct.status is Status.OK and from_context.status is Status.OK
+    assert direct.status is Status.OK and looked_up.status is Status.OK
     assert pairwise.status in (Status.OK, Status.UNPARSED)  # the scripted reply is a pointwise verdict
     assert len(seen) >= 3
 
@@ -92,13 +92,14 @@ async def test_one_retry_policy_429_and_500_retried_not_stacked() -> None:
     assert len(seen) == 3
 
 
+@pytest.mark.timing  # a sub-second timeout that must fire
 async def test_4xx_is_not_retried_and_timeout_is_per_call() -> None:
     responder, seen = scripted(Fault("status", status=400, message="bad schema"))
     with LoopbackServer(responder) as server:
         score = await PointwiseJudge(ChatModelBackend(chat_openai(server), retry=FAST)).ajudge(ITEM)
     assert score.status is Status.ERROR and "HTTP 400" in (score.reason or "") and len(seen) == 1
 
-    responder, seen = scripted(Fault("hang", delay_s=5))
+    responder, seen = scripted(Fault("hang", delay_s=3600))  # the server's stop ends it: the timeout fires first
     policy = RetryPolicy(max_attempts=1, timeout_s=0.3)
     with LoopbackServer(responder) as server:
         score = await PointwiseJudge(ChatModelBackend(chat_openai(server), retry=policy)).ajudge(ITEM)

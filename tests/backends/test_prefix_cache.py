@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from judgegraph import GenerateRequest, Message, PairwiseJudge, TransformersBackend
+from judgegraph import Message, PairwiseJudge, TransformersBackend
+from judgegraph.backends import GenerateRequest
 from judgegraph.backends._prefix_cache import PrefixCache, common_prefix
 
 torch = pytest.importorskip("torch")

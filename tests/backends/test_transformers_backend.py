@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from judgegraph import GenerateRequest, Message, PairwiseJudge, PointwiseJudge, Status, TransformersBackend
+from judgegraph import Message, PairwiseJudge, PointwiseJudge, Status, TransformersBackend
 from judgegraph._templates import generic_rubric
+from judgegraph.backends import GenerateRequest
 
 torch = pytest.importorskip("torch")
 

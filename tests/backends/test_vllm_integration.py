@@ -25,9 +25,9 @@ pytest.importorskip("huggingface_hub")
 
 import _vllm
 
-from judgegraph import GenerateRequest, Message, PointwiseJudge, RetryPolicy, Status
+from judgegraph import Message, PointwiseJudge, RetryPolicy, Status
 from judgegraph._parsing import parse_output, value_distribution
-from judgegraph.backends import OpenAIBackend, TGIBackend
+from judgegraph.backends import GenerateRequest, OpenAIBackend, TGIBackend
 
 pytestmark = pytest.mark.integration
 

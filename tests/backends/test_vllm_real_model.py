@@ -24,9 +24,9 @@ pytest.importorskip("huggingface_hub")
 
 import _vllm
 
-from judgegraph import GenerateRequest, PairwiseJudge, RetryPolicy, Status, SwapPolicy
+from judgegraph import PairwiseJudge, RetryPolicy, Status, SwapPolicy
 from judgegraph._parsing import parse_output, value_distribution
-from judgegraph.backends import OpenAIBackend, TGIBackend
+from judgegraph.backends import GenerateRequest, OpenAIBackend, TGIBackend
 
 pytestmark = pytest.mark.integration
 

@@ -16,19 +16,16 @@ from pydantic import TypeAdapter
 
 from judgegraph import (
     BackendError,
-    GenerateRequest,
-    GenerateResult,
     PairwiseJudge,
     PairwiseVerdict,
     PointwiseJudge,
     PointwiseScore,
-    Pricing,
     ScriptedBackend,
     Status,
     SwapPolicy,
-    TokenLogprob,
-    create_batch_judge_node,
+    from_context,
 )
+from judgegraph.backends import GenerateRequest, GenerateResult
 from judgegraph.cascade import (
     Abstain,
     Budget,
@@ -41,6 +38,8 @@ from judgegraph.cascade import (
     create_cascade_judge,
     decide_tier,
 )
+from judgegraph.judges import create_batch_judge_node
+from judgegraph.types import Pricing, TokenLogprob
 
 FLIP = {"A": "B", "B": "A"}
 
@@ -348,8 +347,12 @@ async def test_budget_cascade_as_a_batch_node_and_via_abatch() -> None:
     probs = {i: 0.5 + i / 20 for i in range(4)}
     cascade = create_cascade_judge(
         [
-            PairwiseJudge("weak", template="pairwise-choice", swap=SwapPolicy(mode="single"), name="weak"),
-            PairwiseJudge("strong", template="pairwise-choice", swap=SwapPolicy(mode="single"), name="strong"),
+            PairwiseJudge(
+                from_context("weak"), template="pairwise-choice", swap=SwapPolicy(mode="single"), name="weak"
+            ),
+            PairwiseJudge(
+                from_context("strong"), template="pairwise-choice", swap=SwapPolicy(mode="single"), name="strong"
+            ),
         ],
         escalate=Budget(fraction=0.5),
     )

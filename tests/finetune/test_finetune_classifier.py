@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 from _trainer_losses import loss_recorder
 
-from judgegraph import JudgeInputError, PairwiseInput, PairwiseVerdict, Status, SwapPolicy, create_judge_node
+from judgegraph import (
+    JudgeInputError,
+    PairwiseInput,
+    PairwiseVerdict,
+    Status,
+    SwapPolicy,
+    create_judge_node,
+    from_context,
+)
 from judgegraph.finetune import (
     ClassifierJudge,
     ClassifierOptions,
@@ -122,7 +130,7 @@ async def test_classifier_judge_as_graph_node(probe: EncoderProbe) -> None:
         verdict: PairwiseVerdict
 
     # The scorer lives in the runtime context under a key, like a backend.
-    judge = ClassifierJudge("guard")
+    judge = ClassifierJudge(from_context("guard"))
     graph = StateGraph(State)
     graph.add_node("judge", create_judge_node(judge))
     graph.add_edge(START, "judge")

@@ -20,7 +20,6 @@ from judgegraph import (
     ScriptedBackend,
     Status,
     SwapPolicy,
-    parse_output,
 )
 from judgegraph._templates import get_template
 from judgegraph.finetune import (
@@ -40,6 +39,7 @@ from judgegraph.finetune import (
 )
 from judgegraph.finetune._dataset import instruction_key, swap_mentions
 from judgegraph.finetune._phrasings import phrasing, phrasing_count
+from judgegraph.judges import parse_output
 
 
 def _pair(i: int, **kw: object) -> PairwiseTrace:

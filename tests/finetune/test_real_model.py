@@ -18,7 +18,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from judgegraph import GenerateRequest, Message, PairwiseJudge, Status, SwapPolicy, TransformersBackend
+from judgegraph import Message, PairwiseJudge, Status, SwapPolicy, TransformersBackend
+from judgegraph.backends import GenerateRequest
 from judgegraph.pretrained import find_smollm2_gguf, pretrained_source
 
 

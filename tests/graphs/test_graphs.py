@@ -11,7 +11,6 @@ import pytest
 from judgegraph import (
     BackendError,
     Criterion,
-    GenerateRequest,
     JudgeInputError,
     PairwiseInput,
     PairwiseVerdict,
@@ -21,16 +20,16 @@ from judgegraph import (
     ScriptedBackend,
     Status,
     SwapPolicy,
-    create_multiturn_judge,
-    create_pairwise_judge,
-    create_pointwise_judge,
+    from_context,
 )
+from judgegraph.backends import GenerateRequest
 from judgegraph.graphs import (
     create_multiturn_graph,
     create_pairwise_graph,
     create_pointwise_graph,
     create_rubric_graph,
 )
+from judgegraph.judges import create_multiturn_judge, create_pairwise_judge, create_pointwise_judge
 from judgegraph.types import Winner
 
 PAIR = {"instruction": "Name a prime.", "response_a": "seven", "response_b": "eight"}
@@ -116,7 +115,7 @@ async def test_pairwise_reference_reaches_the_prompt() -> None:
 
 
 class LengthJudge:
-    """A user's own pairwise judge (not a BaseJudge): prefers the longer answer."""
+    """A user's own pairwise judge (not a ModelJudge): prefers the longer answer."""
 
     def __init__(self) -> None:
         self.seen: list[PairwiseInput] = []
@@ -147,7 +146,9 @@ async def test_pairwise_bad_input_names_the_field() -> None:
 
 async def test_missing_judge_in_context_names_the_key() -> None:
     with pytest.raises(LookupError, match="'pair_judge'"):
-        await create_pairwise_graph(judge="pair_judge").ainvoke(PAIR, context={"judge": create_pairwise_judge()})
+        await create_pairwise_graph(judge=from_context("pair_judge")).ainvoke(
+            PAIR, context={"judge": create_pairwise_judge()}
+        )
     with pytest.raises(TypeError, match="no async ajudge"):
         await create_pairwise_graph().ainvoke(PAIR, context={"judge": "not a judge"})
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from judgegraph import GenerateRequest, ScriptedBackend, Status, create_pointwise_judge
+from judgegraph import ScriptedBackend, Status, from_context
+from judgegraph.backends import GenerateRequest
 from judgegraph.cascade import Budget, LowConfidence, create_cascade_judge
 from judgegraph.graphs import create_batch_graph, create_guardrail_graph, create_pointwise_graph
-from judgegraph.judges import create_ensemble_judge
+from judgegraph.judges import create_ensemble_judge, create_pointwise_judge
 
 ITEM = {"instruction": "Summarise the memo.", "response": "It asks for budgets by Friday."}
 
@@ -18,7 +19,11 @@ def fixed(score: int) -> ScriptedBackend:
 
 async def test_pointwise_graph_with_an_ensemble_judge() -> None:
     jury = create_ensemble_judge(
-        [create_pointwise_judge("small", name="small"), create_pointwise_judge("big", name="big")], aggregation="mean"
+        [
+            create_pointwise_judge(from_context("small"), name="small"),
+            create_pointwise_judge(from_context("big"), name="big"),
+        ],
+        aggregation="mean",
     )
     out = await create_pointwise_graph().ainvoke(ITEM, context={"judge": jury, "small": fixed(2), "big": fixed(5)})
     v = out["verdict"]
@@ -31,7 +36,10 @@ async def test_guardrail_with_a_cascade_escalates_then_passes() -> None:
         return "Probably fine. [RESULT] 2"  # no token probabilities: confidence unknown, so it escalates
 
     cascade = create_cascade_judge(
-        [create_pointwise_judge("local", name="local"), create_pointwise_judge("api", name="api")],
+        [
+            create_pointwise_judge(from_context("local"), name="local"),
+            create_pointwise_judge(from_context("api"), name="api"),
+        ],
         escalate=LowConfidence(threshold=0.8),
     )
     local, api = ScriptedBackend(unsure), fixed(5)
@@ -46,7 +54,9 @@ async def test_guardrail_with_a_cascade_escalates_then_passes() -> None:
 
 
 async def test_batch_graph_with_an_ensemble_and_a_batch_only_cascade() -> None:
-    jury = create_ensemble_judge([create_pointwise_judge("a", name="a"), create_pointwise_judge("b", name="b")])
+    jury = create_ensemble_judge(
+        [create_pointwise_judge(from_context("a"), name="a"), create_pointwise_judge(from_context("b"), name="b")]
+    )
     out = await create_batch_graph().ainvoke(
         {"items": [ITEM, {"instruction": "q"}]}, context={"judge": jury, "a": fixed(4), "b": fixed(4)}
     )
@@ -54,7 +64,8 @@ async def test_batch_graph_with_an_ensemble_and_a_batch_only_cascade() -> None:
     assert out["results"][0].score == 4
 
     ranked = create_cascade_judge(
-        [create_pointwise_judge("a", name="a"), create_pointwise_judge("b", name="b")], escalate=Budget(fraction=0.5)
+        [create_pointwise_judge(from_context("a"), name="a"), create_pointwise_judge(from_context("b"), name="b")],
+        escalate=Budget(fraction=0.5),
     )
     with pytest.raises(ValueError, match="create_batch_judge_node"):
         await create_batch_graph().ainvoke({"items": [ITEM]}, context={"judge": ranked, "a": fixed(4), "b": fixed(4)})

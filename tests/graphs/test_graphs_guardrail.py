@@ -9,8 +9,10 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
-from judgegraph import BackendError, GenerateRequest, ScriptedBackend, Status, create_pointwise_judge
+from judgegraph import BackendError, ScriptedBackend, Status
+from judgegraph.backends import GenerateRequest
 from judgegraph.graphs import GuardrailDecision, create_guardrail_graph
+from judgegraph.judges import create_pointwise_judge
 
 ASK = {"instruction": "How do I reset my password?", "answer": "Click 'Forgot password'."}
 

@@ -8,14 +8,7 @@ from typing import Any
 
 import pytest
 
-from judgegraph import (
-    Criterion,
-    Rubric,
-    Status,
-    create_multiturn_judge,
-    create_pairwise_judge,
-    create_pointwise_judge,
-)
+from judgegraph import Criterion, Rubric, Status
 from judgegraph.graphs import (
     create_batch_graph,
     create_guardrail_graph,
@@ -24,6 +17,7 @@ from judgegraph.graphs import (
     create_pointwise_graph,
     create_rubric_graph,
 )
+from judgegraph.judges import create_multiturn_judge, create_pairwise_judge, create_pointwise_judge
 
 
 @pytest.fixture(scope="module")

@@ -23,10 +23,9 @@ from judgegraph import (
     RubricJudge,
     ScriptedBackend,
     Status,
-    create_multiturn_judge,
-    create_pointwise_judge,
 )
 from judgegraph.graphs import create_guardrail_graph
+from judgegraph.judges import create_multiturn_judge, create_pointwise_judge
 
 ASK = {"instruction": "How do I reset my password?", "answer": "Use the emailed link."}
 POLICIES = [("open", "pass"), ("closed", "block")]

@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 from test_batch_api import FAST, Judge, _items, _verdicts
 
-from judgegraph import GenerateRequest, OpenAIBackend, PairwiseJudge, Pricing, RetryPolicy, ScriptedBackend
+from judgegraph import OpenAIBackend, PairwiseJudge, RetryPolicy, ScriptedBackend
+from judgegraph.backends import GenerateRequest
 from judgegraph.cascade import Budget, ScoreMargin, SwapInconsistency, Tier, create_cascade_judge
 from judgegraph.jobs import SourceConfig, aestimate_batch_job, arun_job
 from judgegraph.testing import LoopbackServer
 from judgegraph.testing_batch import BatchAPI
+from judgegraph.types import Pricing
 
 ITEM = re.compile(r"item-(\d+)")
 ESCALATED = {1, 5, 6, 7}  # the local tier's two orders disagree on these
@@ -170,7 +172,8 @@ async def test_budget_policy_is_refused(tmp_path: Path) -> None:
 
 _CASCADE_JOB = """
 import asyncio, json, re, sys
-from judgegraph import OpenAIBackend, PairwiseJudge, Pricing, RetryPolicy, ScriptedBackend
+from judgegraph import OpenAIBackend, PairwiseJudge, RetryPolicy, ScriptedBackend
+from judgegraph.types import Pricing
 from judgegraph.cascade import SwapInconsistency, create_cascade_judge
 from judgegraph.jobs import BatchOptions, SourceConfig, arun_job
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from _loopback_job import _items
 
-from judgegraph import ScriptedBackend
+from judgegraph import ScriptedBackend, from_context
 from judgegraph.jobs import BackendConfig, JobSpec, JudgeConfig, Limits, SourceConfig, Store, arun_job
 from judgegraph.jobs._spec import build_judge
 from judgegraph.types import Criterion, Rubric
@@ -97,8 +97,8 @@ async def test_budget_cascade_is_fed_whole_batches(tmp_path: Path) -> None:
     single = SwapPolicy(mode="single")
     judge = create_cascade_judge(
         [
-            PairwiseJudge("cheap", template="pairwise-choice", swap=single),
-            PairwiseJudge("strong", template="pairwise-choice", swap=single),
+            PairwiseJudge(from_context("cheap"), template="pairwise-choice", swap=single),
+            PairwiseJudge(from_context("strong"), template="pairwise-choice", swap=single),
         ],
         escalate=Budget(fraction=0.3),
     )

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from _loopback_job import ITEM, Judge, _items, _spec
 from typer.testing import CliRunner
 
@@ -112,12 +113,13 @@ async def test_retries_are_bounded_and_recorded(tmp_path: Path, loopback: Any) -
     assert s.errors == 1
 
 
+@pytest.mark.timing  # a timeout that must fire for one item and not for the others
 async def test_a_hanging_server_times_out_each_attempt_and_the_item_errors(tmp_path: Path, loopback: Any) -> None:
     src = _items(tmp_path / "items.jsonl", 3)
 
     def respond(req: LoopbackRequest) -> Reply | Fault:
         if "item-001" in req.prompt:
-            return Fault("hang", delay_s=3.0)
+            return Fault("hang", delay_s=3600)  # outlasts any timeout; the server's stop ends it
         return Reply("[SCORES] 6 6")
 
     with loopback(respond) as server:
@@ -126,7 +128,9 @@ async def test_a_hanging_server_times_out_each_attempt_and_the_item_errors(tmp_p
             base_url=server.url + "/v1",
             api_key="x",
             structured_output=False,
-            retry=RetryPolicy(max_attempts=2, initial_delay_s=0.01, timeout_s=0.3),
+            # Every request runs under this timeout: long enough that an answered one
+            # never reaches it on a starved machine (two idle 5 s waits for the hung item).
+            retry=RetryPolicy(max_attempts=2, initial_delay_s=0.01, timeout_s=5.0),
         )
         s = await arun_spec(_spec(src, server.url), store=tmp_path / "s.db", run_id="h", backend=backend)
     assert (s.ok, s.errors) == (2, 1)

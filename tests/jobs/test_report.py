@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from judgegraph import OpenAIBackend, PairwiseJudge
+from judgegraph import OpenAIBackend, PairwiseJudge, from_context
 from judgegraph.cascade import LowConfidence, create_cascade_judge
 from judgegraph.jobs import SourceConfig, Store, arun_job
 from judgegraph.jobs._report import build_report, write_report
@@ -94,8 +94,8 @@ async def _cascade_run(tmp_path: Path, loopback: Any) -> tuple[Path, str]:
         }
         judge = create_cascade_judge(
             [
-                PairwiseJudge("cheap", template="pairwise-choice", swap=SwapPolicy(mode="both")),
-                PairwiseJudge("strong", template="pairwise-choice", swap=SwapPolicy(mode="both")),
+                PairwiseJudge(from_context("cheap"), template="pairwise-choice", swap=SwapPolicy(mode="both")),
+                PairwiseJudge(from_context("strong"), template="pairwise-choice", swap=SwapPolicy(mode="both")),
             ],
             escalate=LowConfidence(threshold=0.8),
         )

@@ -9,15 +9,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from judgegraph import (
-    GenerateRequest,
-    JudgeInputError,
-    PairwiseJudge,
-    PointwiseJudge,
-    ScriptedBackend,
-    Status,
-    create_judge_node,
-)
+from judgegraph import JudgeInputError, PairwiseJudge, PointwiseJudge, ScriptedBackend, Status, create_judge_node
+from judgegraph.backends import GenerateRequest
 
 CHAT = [
     SystemMessage("You are a maths tutor."),

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from judgegraph import JudgeInputError, OpenAIBackend, PointwiseJudge, Status, list_templates
+from judgegraph import JudgeInputError, OpenAIBackend, PointwiseJudge, Status
 from judgegraph._criteria import CRITERIA
+from judgegraph.judges import list_templates
 from judgegraph.testing import LoopbackRequest, LoopbackServer, Reply
 
 IDS = [s.name for s in CRITERIA] + [s.name + "-ref" for s in CRITERIA if s.reference_form]

@@ -10,21 +10,20 @@ from langgraph.graph import END, START, StateGraph
 
 from judgegraph import (
     BackendError,
-    BaseJudge,
     JudgeInputError,
     PairwiseJudge,
     PairwiseVerdict,
     PointwiseInput,
     PointwiseJudge,
     PointwiseScore,
-    Pricing,
     ScriptedBackend,
     Status,
     SwapPolicy,
-    create_batch_judge_node,
     create_judge_node,
+    from_context,
 )
-from judgegraph.judges import EnsembleJudge, create_ensemble_judge
+from judgegraph.judges import EnsembleJudge, ModelJudge, create_batch_judge_node, create_ensemble_judge
+from judgegraph.types import Pricing
 
 PAIR = {"instruction": "Name a prime.", "response_a": "7", "response_b": "8"}
 ITEM = {"instruction": "Explain rain.", "response": "Water falls."}
@@ -40,7 +39,7 @@ def scorer(score: int, *, name: str, **backend_kw: Any) -> PointwiseJudge:
     return PointwiseJudge(ScriptedBackend(lambda req: f"Fine. [RESULT] {score}", **backend_kw), name=name)
 
 
-def failing(name: str, kind: str = "pair") -> BaseJudge[Any, Any]:
+def failing(name: str, kind: str = "pair") -> ModelJudge[Any, Any]:
     backend = ScriptedBackend(lambda req: BackendError("endpoint down", attempts=2))
     if kind == "pair":
         return PairwiseJudge(backend, template="pairwise-choice", swap=SwapPolicy(mode="single"), name=name)
@@ -143,7 +142,7 @@ async def test_all_pointwise_members_failing_gives_a_failed_score() -> None:
     assert v.status is Status.ERROR and v.score is None and v.scale == (1, 5)
 
 
-class _Crashes(BaseJudge[Any, Any]):
+class _Crashes(ModelJudge[Any, Any]):
     """A user's own judge with a bug in it."""
 
     input_model = PointwiseInput
@@ -250,7 +249,8 @@ class Ctx:
 
 async def test_jury_as_a_langgraph_node_with_backends_from_context() -> None:
     jury = EnsembleJudge(
-        [PointwiseJudge("local", name="local"), PointwiseJudge("remote", name="remote")], aggregation="mean"
+        [PointwiseJudge(from_context("local"), name="local"), PointwiseJudge(from_context("remote"), name="remote")],
+        aggregation="mean",
     )
     g: StateGraph[State, Ctx, State, State] = StateGraph(State, context_schema=Ctx)
     g.add_node("judge", create_judge_node(jury))
@@ -271,7 +271,7 @@ async def test_jury_as_a_langgraph_node_with_backends_from_context() -> None:
 
 
 async def test_runnable_ainvoke_reads_context_from_config() -> None:
-    jury = EnsembleJudge([PointwiseJudge("local", name="local")])
+    jury = EnsembleJudge([PointwiseJudge(from_context("local"), name="local")])
     ctx = {"local": ScriptedBackend(lambda r: "[RESULT] 5")}
     v = await jury.ainvoke(ITEM, config={"configurable": {"judge_context": ctx}})
     assert v.score == 5

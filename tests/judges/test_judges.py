@@ -12,8 +12,6 @@ from judgegraph import (
     BackendError,
     ConversationInput,
     Criterion,
-    GenerateRequest,
-    GenerateResult,
     JudgeInputError,
     MultiTurnJudge,
     PairwiseJudge,
@@ -23,9 +21,10 @@ from judgegraph import (
     ScriptedBackend,
     Status,
     SwapPolicy,
-    TokenLogprob,
-    create_pairwise_judge,
 )
+from judgegraph.backends import GenerateRequest, GenerateResult
+from judgegraph.judges import create_pairwise_judge
+from judgegraph.types import TokenLogprob
 
 PAIR = {"instruction": "Name a prime.", "response_a": "7", "response_b": "8"}
 

@@ -19,18 +19,11 @@ from langchain_core.messages import (
 )
 from langgraph.graph import END, START, MessagesState, StateGraph
 
-from judgegraph import (
-    ConversationInput,
-    GenerateRequest,
-    Message,
-    MultiTurnJudge,
-    ScriptedBackend,
-    Status,
-    ToolCall,
-    create_judge_node,
-    create_multiturn_judge,
-)
+from judgegraph import ConversationInput, Message, MultiTurnJudge, ScriptedBackend, Status, create_judge_node
+from judgegraph.backends import GenerateRequest
 from judgegraph.graphs import create_multiturn_graph
+from judgegraph.judges import create_multiturn_judge
+from judgegraph.types import ToolCall
 
 AGENT_CHAT: list[BaseMessage] = [
     SystemMessage("You are a travel helper."),

@@ -11,16 +11,16 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from langgraph.graph import END, START, StateGraph
 
 from judgegraph import (
-    GenerateRequest,
     JudgeInputError,
     PairwiseJudge,
     PointwiseJudge,
     PointwiseScore,
     ScriptedBackend,
     SwapPolicy,
-    create_batch_judge_node,
     create_judge_node,
 )
+from judgegraph.backends import GenerateRequest
+from judgegraph.judges import create_batch_judge_node
 
 
 class AppState(TypedDict, total=False):

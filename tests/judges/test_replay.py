@@ -8,17 +8,16 @@ from pathlib import Path
 import pytest
 
 from judgegraph import (
-    GenerateRequest,
     PairwiseInput,
     PairwiseJudge,
     PairwiseVerdict,
     PointwiseJudge,
     PointwiseScore,
-    Pricing,
     Provenance,
     ScriptedBackend,
     Status,
 )
+from judgegraph.backends import GenerateRequest
 from judgegraph.judges import (
     ReplayJudge,
     VerdictRecord,
@@ -28,6 +27,7 @@ from judgegraph.judges import (
     read_verdicts,
     write_verdicts,
 )
+from judgegraph.types import Pricing
 
 
 def items(n: int) -> list[dict[str, str]]:

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from judgegraph import GenerateRequest, Message, PointwiseJudge, Status
+from judgegraph import Message, PointwiseJudge, Status
 from judgegraph._parsing import parse_output
 from judgegraph._score_distribution import pair_winner_distribution, second_value_offset, topk_distribution
+from judgegraph.backends import GenerateRequest
 from judgegraph.types import TokenLogprob
 
 

@@ -7,18 +7,10 @@ import re
 
 import pytest
 
-from judgegraph import (
-    LabelledExample,
-    LabelVerdict,
-    OpenAIBackend,
-    PointwiseScore,
-    ScriptedBackend,
-    Status,
-    acheck_few_shot,
-    create_judge,
-)
-from judgegraph.judges import similarity
+from judgegraph import OpenAIBackend, PointwiseScore, ScriptedBackend, Status
+from judgegraph.judges import LabelledExample, acheck_few_shot, create_judge, similarity
 from judgegraph.testing import LoopbackRequest, Reply
+from judgegraph.types import LabelVerdict
 
 ITEM = {"instruction": "Where is my parcel?", "response": "It left the depot today, thanks for waiting."}
 

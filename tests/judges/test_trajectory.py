@@ -15,17 +15,9 @@ from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from judgegraph import (
-    GenerateRequest,
-    JudgeInputError,
-    PairwiseTrajectoryJudge,
-    ScriptedBackend,
-    Status,
-    SwapPolicy,
-    TrajectoryJudge,
-    TrajectoryMatchJudge,
-    create_trajectory_judge,
-)
+from judgegraph import JudgeInputError, ScriptedBackend, Status, SwapPolicy
+from judgegraph.backends import GenerateRequest
+from judgegraph.judges import PairwiseTrajectoryJudge, TrajectoryJudge, TrajectoryMatchJudge, create_trajectory_judge
 
 
 @tool

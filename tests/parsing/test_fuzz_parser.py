@@ -24,8 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from judgegraph import ParseError, parse_output
 from judgegraph._templates import DELIM_CLOSE, DELIM_OPEN, neutralize
+from judgegraph.judges import ParseError, parse_output
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "100000"))
 

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from judgegraph import GenerateRequest, MultiTurnJudge, PairwiseJudge, PointwiseJudge, ScriptedBackend, Status
+from judgegraph import MultiTurnJudge, PairwiseJudge, PointwiseJudge, ScriptedBackend, Status
 from judgegraph._templates import DELIM_CLOSE, DELIM_OPEN
+from judgegraph.backends import GenerateRequest
 
 DATA = Path(__file__).parents[1] / "data"
 CORPUS = [json.loads(line) for line in (DATA / "injection_corpus.jsonl").open(encoding="utf-8")]
@@ -103,7 +104,7 @@ async def test_a_marker_split_across_fields_gives_no_verdict(echo: str) -> None:
 
 async def test_the_split_marker_would_be_read_if_the_fields_were_not_neutralised() -> None:
     # The attack is real: run together raw, the two halves are a verdict line.
-    from judgegraph import parse_output
+    from judgegraph.judges import parse_output
 
     for first, second in SPLITS[:3]:
         assert parse_output(first + second, kind="score", scale=(1, 5)).value == 5

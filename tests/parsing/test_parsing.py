@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgegraph import ParseError, parse_output
 from judgegraph._parsing import value_distribution
 from judgegraph._templates import DELIM_CLOSE, DELIM_OPEN, neutralize
 from judgegraph.backends import TokenLogprob
+from judgegraph.judges import ParseError, parse_output
 
 
 def score(text: str, scale: tuple[int, int] = (1, 5)) -> int:

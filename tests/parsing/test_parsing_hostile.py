@@ -16,10 +16,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from judgegraph import ParseError, TokenLogprob, parse_output
 from judgegraph._markers import drop_format_chars, is_format_char, raw_offset
 from judgegraph._parsing import MAX_OUTPUT_CHARS, value_distribution
 from judgegraph._templates import DELIM_CLOSE, DELIM_OPEN
+from judgegraph.judges import ParseError, parse_output
+from judgegraph.types import TokenLogprob
 
 
 def read(text: str, kind: str = "score", scale: tuple[int, int] = (1, 5), structured: bool = False) -> object:

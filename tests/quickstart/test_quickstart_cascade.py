@@ -10,8 +10,9 @@ import math
 
 import pytest
 
-from judgegraph import CascadeJudge, LowConfidence, ReplayJudge, Tier, item_key
+from judgegraph.cascade import CascadeJudge, LowConfidence, Tier
 from judgegraph.finetune._probe import _lexical, _lexical_v2
+from judgegraph.judges import ReplayJudge, item_key
 from judgegraph.quickstart import load_bundled_pandalm
 from judgegraph.quickstart._budget import BUDGET_GRID, _pick_budget
 from judgegraph.quickstart._combine import CombinedTeacher, TeacherConfusion, combine_verdicts
