@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult
+from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult, cache_key
 from judgegraph.judges import Judge
 from judgegraph.types import Pricing, Usage
 
@@ -79,7 +79,9 @@ class LiveOnce:
         return getattr(self.inner, name)
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
-        key = f"{id(self.inner)}:{request!r}"
+        # The call's verdict identity, per backend object: two scripted stand-ins
+        # may share a name and still answer differently.
+        key = f"{id(self.inner)}:{cache_key(request, self.inner)}"
         used = live_var.get()
         if used is not None:
             used.append(key)
