@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult, cache_key
-from judgegraph.judges import Judge
+from judgegraph.judges import FromContext, Judge
 from judgegraph.types import Pricing, Usage
 
 from ._batch_api import AnswerBackend, AnswerBook, BatchOptions, BatchSettler, misses_var
@@ -181,10 +181,10 @@ async def _apass(
 
 
 def _check(judge: Any, context: Mapping[str, Any] | None) -> Judge[Any, Any]:
-    if isinstance(judge, str):
-        found = (context or {}).get(judge)
+    if isinstance(judge, FromContext):
+        found = judge.lookup(context)
         if found is None:
-            raise LookupError(f"batch job: no judge under {judge!r} in the context")
+            raise LookupError(f"batch job: no judge under {judge.key!r} in the context")
         judge = found
     if not isinstance(judge, Judge):
         raise TypeError(f"batch job: the judge is a {type(judge).__name__}, not a judgegraph Judge")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from judgegraph.backends import Backend, RateLimiter
-from judgegraph.judges import Judge
+from judgegraph.judges import FromContext, Judge
 
 from ._batch_vllm import spec_backend
 from ._judging import failure_record, fingerprint_for, judge_prepared, limit_context, verdict_record
@@ -70,9 +70,9 @@ async def arun_job(
     batch_api: bool = False,
     batch_options: Any = None,
 ) -> JobSummary:
-    """Judge every row of ``source`` with ``judge`` (anything with an async
-    ``ajudge``, or the key of one in ``context``) and write each outcome to
-    ``store``. Backends the judge looks up by key come from ``context`` too.
+    """Judge every row of ``source`` with ``judge`` (a judgegraph Judge, or
+    ``from_context(key)`` for the one ``context`` holds) and write each outcome
+    to ``store``. Backends the judge takes ``from_context`` come from ``context`` too.
 
     Rows already judged under the same judge configuration are skipped (a
     resumed or repeated run pays nothing for them); with ``rerun_failed``,
@@ -98,15 +98,15 @@ async def arun_job(
         )
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
-    if isinstance(judge, str):  # a key into the context, as the graphs take judges
-        found = (context or {}).get(judge)
+    if isinstance(judge, FromContext):  # as the graphs take judges
+        found = judge.lookup(context)
         if found is None:
-            raise LookupError(f"arun_job: no judge under {judge!r} in the context")
+            raise LookupError(f"arun_job: no judge under {judge.key!r} in the context")
         judge = found
     if not isinstance(judge, Judge):
         raise TypeError(
             f"arun_job: the judge is a {type(judge).__name__}, not a judgegraph Judge "
-            "(subclass judgegraph.judges.Judge to run your own)"
+            "(subclass judgegraph.judges.Judge to run your own; from_context(key) takes the one the context holds)"
         )
     preparer = RowPreparer(kind, source)
     paths = expand_paths(source.path)

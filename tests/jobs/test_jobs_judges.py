@@ -76,15 +76,17 @@ def test_config_hash_tracks_the_judge_not_the_plumbing(tmp_path: Path) -> None:
     assert len(hashes) == 4
 
 
-async def test_judge_taken_from_the_context_by_key(tmp_path: Path) -> None:
+async def test_judge_taken_from_the_context_with_from_context(tmp_path: Path) -> None:
     src = _items(tmp_path / "items.jsonl", 3)
     cfg = SourceConfig(path=str(src), fields={"instruction": "prompt", "response_a": "left", "response_b": "right"})
     judge = build_judge(JudgeConfig(kind="pairwise", template="pairwise-choice"))
     ctx = {"judge": judge, "backend": ScriptedBackend(lambda req: "[RESULT] TIE")}
-    s = await arun_job(cfg, judge="judge", kind="pairwise", store=tmp_path / "s.db", context=ctx)
+    s = await arun_job(cfg, judge=from_context("judge"), kind="pairwise", store=tmp_path / "s.db", context=ctx)
     assert s.ok == 3
     with pytest.raises(LookupError, match="'nope'"):
-        await arun_job(cfg, judge="nope", kind="pairwise", store=tmp_path / "s.db", context=ctx)
+        await arun_job(cfg, judge=from_context("nope"), kind="pairwise", store=tmp_path / "s.db", context=ctx)
+    with pytest.raises(TypeError, match=r"from_context\(key\)"):  # a string is no longer a key
+        await arun_job(cfg, judge="judge", kind="pairwise", store=tmp_path / "s.db", context=ctx)
 
 
 async def test_budget_cascade_is_fed_whole_batches(tmp_path: Path) -> None:
