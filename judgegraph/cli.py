@@ -11,7 +11,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="LLM-as-a-judge components for LangGraph.")
+# -h beside --help, on every sub-command too (click passes context settings down).
+app = typer.Typer(
+    add_completion=False,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="LLM-as-a-judge components for LangGraph.",
+)
 console = Console()
 
 
@@ -25,11 +31,16 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
     """LLM-as-a-judge components for LangGraph."""
+    # A bare `judgegraph` asks what there is: that is help, and not an error.
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0)
 
 
 def main() -> None:
@@ -55,8 +66,14 @@ def templates() -> None:
     """List the registered prompt templates."""
     from ._templates import list_templates
 
-    table = Table("id", "version", "kind", "output", "needs")
-    for t in list_templates():
+    found = list_templates()
+    table = Table()
+    # An id is what users copy into code: never cut short, whatever the terminal's
+    # width; the other columns wrap rather than lose text.
+    table.add_column("id", no_wrap=True, min_width=max((len(t.id) for t in found), default=2))
+    for name in ("version", "kind", "output", "needs"):
+        table.add_column(name, overflow="fold")
+    for t in found:
         table.add_row(t.id, str(t.version), t.kind, t.parser, ", ".join(t.requires))
     console.print(table)
 
