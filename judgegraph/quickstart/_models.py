@@ -19,8 +19,8 @@ class QuickstartOptions(BaseModel):
     )
     escalate: str | None = Field(
         default=None,
-        description="tier 2: replay (recorded gpt-3.5-turbo), or an endpoint; None: OpenAI when OPENAI_API_KEY "
-        "is set, else replay",
+        description="tier 2: replay (recorded gpt-3.5-turbo), or an endpoint; None: replay. An API key in the "
+        "environment is never used unless an endpoint is named here",
     )
     limit: int | None = Field(default=None, ge=10, description="use about this many items (whole prompts)")
     budget: float = Field(

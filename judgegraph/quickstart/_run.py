@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -45,10 +44,7 @@ from ._judges import (
 from ._models import QuickstartOptions, QuickstartResult
 from ._stored import _stored_results, table_row
 
-__all__ = ["DEFAULT_OPENAI_TEACHER", "arun_quickstart", "run_quickstart"]
-
-#: The teacher used when OPENAI_API_KEY is set and no --escalate is given.
-DEFAULT_OPENAI_TEACHER = "openai:gpt-4o-mini"
+__all__ = ["arun_quickstart", "run_quickstart"]
 
 
 # ------------------------------------------------------------------ sources
@@ -123,9 +119,9 @@ async def _run(
 
 
 def _teacher_spec(options: QuickstartOptions) -> Endpoint | None:
-    spec = options.escalate
-    if spec is None:
-        spec = DEFAULT_OPENAI_TEACHER if os.environ.get("OPENAI_API_KEY") else "replay"
+    # A paid API is asked only when named: a key in the environment (set for some
+    # other program) must not turn a free local run into some 1.7k paid requests.
+    spec = options.escalate or "replay"
     return None if spec.strip().lower() == "replay" else parse_endpoint(spec)
 
 

@@ -25,8 +25,10 @@ def quickstart_command(
     escalate: Annotated[
         str | None,
         typer.Option(
-            help="tier 2: replay (recorded gpt-3.5-turbo verdicts) or an endpoint as for --judge; "
-            "default: openai:gpt-4o-mini when OPENAI_API_KEY is set, else replay"
+            "--teacher",
+            "--escalate",
+            help="tier 2: replay (recorded gpt-3.5-turbo verdicts, the default) or an endpoint as for --judge, "
+            "e.g. openai:gpt-4o-mini; an API key in the environment is used only when an endpoint is named here",
         ),
     ] = None,
     limit: Annotated[

@@ -1,7 +1,9 @@
 """`judgegraph quickstart` end to end on a reduced size: the printed and
 returned table is what the stored per-item results say, the budget is picked
 on calibration items only, a second run reuses the judge and the verdicts,
-and --escalate drives a live endpoint through the same flow."""
+and --teacher (or --escalate) drives a live endpoint through the same flow. An
+OpenAI key and base URL in the environment are set for every run here, pointing
+at a loopback tripwire: a run that names no teacher must never call it."""
 
 from __future__ import annotations
 
@@ -30,10 +32,14 @@ BLOCK = re.compile(r"\u27e6begin ([^\u27e7]+)\u27e7\n(.*?)\n\u27e6end \1\u27e7",
 
 
 def _invoke(workdir: Path, *extra: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, QuickstartResult]:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("COLUMNS", "200")  # one table line per row in the captured output
-    out = CliRunner().invoke(app, ["quickstart", "--workdir", str(workdir), "--limit", str(LIMIT), *extra])
+    with LoopbackServer(lambda req: Reply("[RESULT] A")) as tripwire:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-a-key-set-for-some-other-program")
+        monkeypatch.setenv("OPENAI_BASE_URL", tripwire.url + "/v1")
+        out = CliRunner().invoke(app, ["quickstart", "--workdir", str(workdir), "--limit", str(LIMIT), *extra])
     assert out.exit_code == 0, out.output + repr(out.exception)
+    if not any(flag in extra for flag in ("--teacher", "--escalate", "--judge")):
+        assert sum(tripwire.calls.values()) == 0, f"an API key in the environment was used: {tripwire.calls}"
     result = QuickstartResult.model_validate_json((workdir / "quickstart.json").read_text(encoding="utf-8"))
     return out.output, result
 
@@ -213,7 +219,7 @@ def test_escalate_points_the_flow_at_an_endpoint(
         return Reply(text, prompt_tokens=100)
 
     with LoopbackServer(respond) as server:
-        _, live = _invoke(workdir, "--escalate", f"vllm:judge-m@{server.url}/v1", monkeypatch=monkeypatch)
+        _, live = _invoke(workdir, "--teacher", f"vllm:judge-m@{server.url}/v1", monkeypatch=monkeypatch)
     assert live.reused_judge and live.teacher.startswith("teacher: judge-m at http://127.0.0.1")
     local, teacher, cascade = live.rows
     assert local.model_dump() == first.rows[0].model_dump()  # same local judge, same stored verdicts
