@@ -116,3 +116,18 @@ async def test_reasoning_effort_is_in_the_job_config_hash(tmp_path: Path) -> Non
         assert _calls(server) == 6
     assert (low, high, again) == ([2, 2, 2], [5, 5, 5], [2, 2, 2])
     assert (judged, judged_again) == (3, 0)
+
+
+async def test_a_spec_knows_the_config_hash_its_run_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JobSpec.config_hash() (no key, no call) is the hash arun_spec keys its results by."""
+    from judgegraph.jobs import BackendConfig, JobSpec, JudgeConfig, arun_spec
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with LoopbackServer(_verdict(5)) as server:
+        spec = JobSpec(
+            source=_items(tmp_path / "items.jsonl"),
+            judge=JudgeConfig(kind="pointwise"),
+            backend=BackendConfig(model="m", base_url=server.url + "/v1"),
+        )
+        summary = await arun_spec(spec, store=tmp_path / "jobs.db")
+    assert summary.ok == 3 and summary.config_hash == spec.config_hash()
