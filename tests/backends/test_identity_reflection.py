@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import shutil
 import typing
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -370,3 +372,32 @@ def test_every_judge_option_changes_the_config_hash(cls: type[Any], name: str) -
 def test_excluded_judge_options_leave_the_config_hash_alone() -> None:
     judge = judges.RubricJudge(SCRIPTED, criteria=CRITERIA)
     assert _hash(judges.RubricJudge(SCRIPTED, criteria=CRITERIA, max_concurrency=2)) == _hash(judge)
+
+
+def test_transformers_backend_is_keyed_by_its_folder_not_its_batching(tmp_path: Path) -> None:
+    """The in-process backend: its resolved folder is its server; batching and the
+    prefix cache change speed only. (``device`` also sets the dtype: keyed, but
+    there is only a CPU to show it on here.)"""
+    pytest.importorskip("transformers")
+    from judgegraph.backends import TransformersBackend
+    from judgegraph.tiny_model import build_tiny_model
+
+    corpus = [f"{i} plus {i} is {2 * i}" for i in range(200)]
+    a = build_tiny_model(tmp_path / "a", hidden_size=32, num_layers=1, num_heads=1, vocab_size=300, corpus=corpus)
+    b = shutil.copytree(a, tmp_path / "b")
+    names = {p.name for p in _params(TransformersBackend)}
+    assert set(TransformersBackend.IDENTITY_EXCLUDED) <= names, "stale entries in IDENTITY_EXCLUDED"
+    assert names - set(TransformersBackend.IDENTITY_EXCLUDED) == {"model_path", "device"}
+    base = backend_identity(TransformersBackend(a, device="cpu"))
+    assert backend_identity(TransformersBackend(b, device="cpu")) != base
+    from judgegraph.types import Pricing
+
+    others: dict[str, Any] = {
+        "max_batch_size": 2,
+        "batch_wait_s": 0.5,
+        "max_padding": None,
+        "prefix_cache": False,
+        "pricing": Pricing(input_per_mtok=1.0, output_per_mtok=2.0),
+    }
+    for name in TransformersBackend.IDENTITY_EXCLUDED:
+        assert backend_identity(TransformersBackend(a, device="cpu", **{name: others[name]})) == base, name
