@@ -84,13 +84,13 @@ def identity_value(value: Any, special: Callable[[Any], Any] | None = None, dept
         return value.model_dump(mode="json")
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: identity_value(getattr(value, f.name), special, depth + 1) for f in dataclasses.fields(value)}
-    if isinstance(value, Backend):
-        return backend_identity(value)
-    if isinstance(value, Mapping):
+    if isinstance(value, dict | Mapping):
         return {str(k): identity_value(v, special, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         items = [identity_value(v, special, depth + 1) for v in value]
         return sorted(items, key=canonical_json) if isinstance(value, set | frozenset) else items
+    if isinstance(value, Backend):  # after the plain kinds: a protocol check is slow
+        return backend_identity(value)
     if callable(value):
         return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__qualname__)}"
     return type(value).__qualname__
@@ -149,7 +149,7 @@ def request_identity(request: GenerateRequest) -> dict[str, Any]:
     out = {
         f.name: identity_value(getattr(request, f.name))
         for f in dataclasses.fields(request)
-        if f.name not in REQUEST_FIELDS_EXCLUDED
+        if f.name not in REQUEST_FIELDS_EXCLUDED and f.name != "messages"
     }
     out["messages"] = [m.model_dump(mode="json") for m in request.messages]
     return out
