@@ -28,6 +28,7 @@ from judgegraph.finetune import (
     ProbeOptions,
     build_dataset,
     create_classifier_judge,
+    create_score_judge,
     evaluate_judge,
     load_classifier,
     synthetic_traces,
@@ -145,6 +146,15 @@ async def test_classifier_judge_as_graph_node(probe: EncoderProbe) -> None:
         config={"configurable": {"judge_context": {"guard": probe}}},
     )
     assert out["verdict"].ok and out["verdict"].winner == "B"
+
+
+def test_a_string_scorer_is_a_saved_directory_or_an_error() -> None:
+    # A string once meant a context key; now it is a model (a saved directory) or says what to write.
+    for make in (ClassifierJudge, create_classifier_judge):
+        with pytest.raises(TypeError, match=r'from_context\("guard"\)'):
+            make("guard")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r'from_context\("head"\)'):
+        create_score_judge("head")
 
 
 async def test_a_failing_scorer_gives_error_verdicts(probe: EncoderProbe) -> None:
