@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from judgegraph.backends import strip_userinfo
 from ._store_guard import StoreError
 from ._store_records import SCHEMA, SCHEMA_VERSION
 
-__all__ = ["connect_store", "retry_busy", "without_credentials"]
+__all__ = ["connect_store", "is_busy", "retry_busy", "without_credentials"]
 
 
 def connect_store(path: Path, *, busy_timeout_s: float, read_only: bool) -> sqlite3.Connection:
@@ -42,6 +43,23 @@ def connect_store(path: Path, *, busy_timeout_s: float, read_only: bool) -> sqli
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
     db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+    # Processes opening a fresh store at once: SQLite answers some of the
+    # set-up (the switch to WAL, a log being initialised) "database is
+    # locked" at once, without its busy handler. Wait here instead, as long
+    # as a commit would.
+    deadline = time.monotonic() + busy_timeout_s
+    while True:
+        try:
+            _set_up(db, path)
+            return db
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or time.monotonic() > deadline:
+                db.close()
+                raise
+            time.sleep(0.01)
+
+
+def _set_up(db: sqlite3.Connection, path: Path) -> None:
     db.execute("PRAGMA journal_mode=WAL")
     # NORMAL in WAL mode survives a killed process (only power loss can
     # drop the last transactions), at a fraction of FULL's fsync cost.
@@ -55,7 +73,11 @@ def connect_store(path: Path, *, busy_timeout_s: float, read_only: bool) -> sqli
     columns = {r[1] for r in db.execute("PRAGMA table_info(items)")}
     if "read_pass" not in columns:  # a store written before rows carried their read pass
         db.execute("ALTER TABLE items ADD COLUMN read_pass INTEGER NOT NULL DEFAULT 0")
-    return db
+
+
+def is_busy(exc: sqlite3.OperationalError) -> bool:
+    """SQLite's "database is locked" or "busy": another connection is writing."""
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 def without_credentials(value: Any) -> Any:
@@ -76,6 +98,6 @@ def retry_busy(fn: Any, *args: Any, attempts: int) -> Any:
         try:
             return fn(*args)
         except sqlite3.OperationalError as exc:
-            if attempt == attempts or ("locked" not in str(exc) and "busy" not in str(exc)):
+            if attempt == attempts or not is_busy(exc):
                 raise
     raise AssertionError("unreachable")

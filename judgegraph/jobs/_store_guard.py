@@ -6,6 +6,10 @@ committed yet and send it again; the second one is refused instead, with a
 message that says who holds the run. The lock is an OS file lock
 (``flock``), so a writer killed with ``kill -9`` releases it with its last
 file descriptor and a resumed run is never blocked by a dead one.
+
+The lock belongs to the store file, not to the path it was reached by: it
+sits beside the file's real path, so a symlink to the store (or to its
+folder), a relative path or ``..`` all find the same lock.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import hashlib
 import os
 import re
 import socket
+import time
 from pathlib import Path
 from typing import IO
 
@@ -40,10 +45,29 @@ class RunLockedError(StoreError):
     """Another process is writing the same run of the same store."""
 
 
+# How long a refused process waits for the holder's note: the holder
+# writes it right after taking the lock, so only that gap is waited out.
+_NOTE_WAIT_S = 2.0
+
+
 def _lock_path(store: Path, run_id: str) -> Path:
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:40]
     digest = hashlib.sha256(run_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return store.with_name(f".{store.name}.locks") / f"{safe}-{digest}.lock"
+    real = Path(os.path.realpath(store))  # however the store was reached: one lock
+    return real.with_name(f".{real.name}.locks") / f"{safe}-{digest}.lock"
+
+
+def _holder(fp: IO[str]) -> str:
+    """The holder's note, once complete (it ends with a newline). The holder
+    writes it just after taking the lock; a process refused in that gap
+    reads again until it is there, or until the holder is gone quiet."""
+    deadline = time.monotonic() + _NOTE_WAIT_S
+    while True:
+        fp.seek(0)
+        note = fp.read()
+        if note.endswith("\n") or time.monotonic() > deadline:
+            return note.strip() or "another process"
+        time.sleep(0.005)
 
 
 class RunLock:
@@ -65,8 +89,7 @@ class RunLock:
         try:
             fcntl.flock(fp.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            fp.seek(0)
-            holder = fp.read().strip() or "another process"
+            holder = _holder(fp)
             fp.close()
             raise RunLockedError(
                 f"run {self.run_id!r} in {self.store} is being written by {holder}; "
@@ -75,11 +98,12 @@ class RunLock:
         # Who holds the lock, for the message another process shows. The
         # flock is the lock; a note that cannot be written (a full disk) is
         # not a reason to refuse the run: its commits say what is wrong.
+        # One write of the whole note, its newline last: a reader sees it
+        # complete or not at all (release() left the file empty).
         with contextlib.suppress(OSError):
-            fp.seek(0)
-            fp.truncate()
-            fp.write(f"pid {os.getpid()} on {socket.gethostname()}")
-            fp.flush()
+            note = f"pid {os.getpid()} on {socket.gethostname()}\n".encode()
+            os.truncate(fp.fileno(), 0)
+            os.pwrite(fp.fileno(), note, 0)
         self._fp = fp
 
     def release(self) -> None:

@@ -174,20 +174,28 @@ def _eval_args(src: Path, store: Path, url: str, *extra: str) -> list[str]:
     ]
 
 
-def test_two_eval_processes_on_one_run_never_send_an_item_twice(tmp_path: Path) -> None:
+@pytest.mark.parametrize("second", ["same-path", "symlink"])
+def test_two_eval_processes_on_one_run_never_send_an_item_twice(tmp_path: Path, second: str) -> None:
     src = _items(tmp_path / "in.jsonl", 40)
     store = tmp_path / "s.db"
+    # The second process reaches the same store through a symlink (issue 26): same lock.
+    other = store
+    if second == "symlink":
+        (tmp_path / "elsewhere").mkdir()
+        other = tmp_path / "elsewhere" / "link.db"
+        other.symlink_to(store)
     with LoopbackServer(lambda req: Reply("Fine. [RESULT] 4"), latency_s=0.25) as server:
-        args = [
-            sys.executable,
-            "-m",
-            "judgegraph",
-            *_eval_args(src, store, server.url, "--run-id", "r", "--concurrency", "2"),
-        ]
         env = {**os.environ, "JG_KEY": "x"}
         # Started together: whichever opens the run first judges it (about 5 s), the other is refused.
         procs = [
-            subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in "ab"
+            subprocess.Popen(
+                [sys.executable, "-m", "judgegraph", *_eval_args(src, path, server.url, "--run-id", "r")],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for path in (store, other)
         ]
         outs = [p.communicate(timeout=300) for p in procs]
     codes = sorted(p.returncode for p in procs)
