@@ -47,8 +47,11 @@ from ._calibration import (
     expected_calibration_error,
     reliability_curve,
 )
+from ._corrected import CorrectedEstimate, ppi_difference, ppi_mean, rogan_gladen
 from ._correlation import CorrelationResult, Correlations, correlation, correlations, kendall, pearson, spearman
-from ._inputs import UNPARSED_POLICIES, ItemCounts, MetricResult, UnparsedPolicy
+from ._inputs import UNPARSED_POLICIES, Interval, ItemCounts, MetricResult, UnparsedPolicy
+from ._intervals import PairedDifference, paired_difference, proportion_interval
+from ._rates import escalation_share, proportion, win_rate
 from ._report import MetaEvalReport, PolicyFigures, summarize
 
 __all__ = [
@@ -56,13 +59,16 @@ __all__ = [
     "Breakdown",
     "CalibrationResult",
     "ClassificationResult",
+    "CorrectedEstimate",
     "CorrelationResult",
     "Correlations",
+    "Interval",
     "ItemCounts",
     "LabelScores",
     "LengthBiasResult",
     "MetaEvalReport",
     "MetricResult",
+    "PairedDifference",
     "PolicyFigures",
     "PositionResult",
     "ReliabilityBin",
@@ -76,16 +82,24 @@ __all__ = [
     "cohen_kappa",
     "correlation",
     "correlations",
+    "escalation_share",
     "expected_calibration_error",
     "kendall",
     "krippendorff_alpha",
     "length_bias",
     "length_correlation",
+    "paired_difference",
     "pearson",
     "position_consistency",
+    "ppi_difference",
+    "ppi_mean",
+    "proportion",
+    "proportion_interval",
     "reliability_curve",
+    "rogan_gladen",
     "spearman",
     "split_orders",
     "summarize",
     "swap_accuracy",
+    "win_rate",
 ]

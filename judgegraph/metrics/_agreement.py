@@ -18,6 +18,7 @@ from judgegraph.types import FrozenModel
 
 from ._inputs import (
     Failure,
+    Interval,
     ItemCounts,
     MetricResult,
     ScoreField,
@@ -27,6 +28,15 @@ from ._inputs import (
     extract,
     label_order,
     resolve,
+)
+from ._intervals import (
+    DEFAULT_LEVEL,
+    DEFAULT_RESAMPLES,
+    ProportionMethod,
+    bootstrap_interval,
+    kappa_codes,
+    proportion_interval,
+    vectorized_kappa,
 )
 
 __all__ = [
@@ -55,15 +65,48 @@ def accuracy(
     unparsed: UnparsedPolicy = "exclude",
     tie_label: Any = "tie",
     score_field: ScoreField = "score",
+    interval: ProportionMethod | None = "wilson",
+    level: float = DEFAULT_LEVEL,
 ) -> MetricResult:
-    """Share of items where the prediction equals the reference."""
+    """Share of items where the prediction equals the reference, with a binomial interval
+    (``interval="wilson"`` or ``"exact"`` (Clopper–Pearson) at ``level``; None for none)."""
+    return _share(
+        "accuracy",
+        predictions,
+        references,
+        unparsed=unparsed,
+        tie_label=tie_label,
+        score_field=score_field,
+        interval=interval,
+        level=level,
+    )
+
+
+def _share(
+    name: str,
+    predictions: Sequence[Any],
+    references: Sequence[Any],
+    *,
+    unparsed: UnparsedPolicy,
+    tie_label: Any,
+    score_field: ScoreField = "score",
+    drop_ties: bool = False,
+    interval: ProportionMethod | None,
+    level: float,
+) -> MetricResult:
+    """Accuracy and agreement are one rule: matching items over items used, binomial interval."""
     from sklearn.metrics import accuracy_score
 
-    res = resolve(predictions, references, unparsed=unparsed, tie_label=tie_label, score_field=score_field)
+    res = resolve(
+        predictions, references, unparsed=unparsed, tie_label=tie_label, score_field=score_field, drop_ties=drop_ties
+    )
     if not res.left:
-        return MetricResult(name="accuracy", value=None, counts=res.counts)
+        return MetricResult(name=name, value=None, counts=res.counts)
     pred, ref, _ = encode(res)
-    return MetricResult(name="accuracy", value=float(accuracy_score(ref, pred)), counts=res.counts)
+    value = float(accuracy_score(ref, pred))
+    hits = sum(p == r for p, r in zip(pred, ref, strict=True))
+    ci = proportion_interval(hits, len(pred), level=level, method=interval) if interval else None
+    return MetricResult(name=name, value=value, counts=res.counts, interval=ci)
 
 
 def agreement(
@@ -73,17 +116,23 @@ def agreement(
     include_ties: bool = True,
     unparsed: UnparsedPolicy = "exclude",
     tie_label: Any = "tie",
+    interval: ProportionMethod | None = "wilson",
+    level: float = DEFAULT_LEVEL,
 ) -> MetricResult:
     """Raw agreement rate. With ``include_ties=False`` items where either side is a tie are
-    dropped (MT-Bench's "without tie" setup) and counted in ``counts.dropped_ties``."""
-    from sklearn.metrics import accuracy_score
-
-    res = resolve(predictions, references, unparsed=unparsed, tie_label=tie_label, drop_ties=not include_ties)
+    dropped (MT-Bench's "without tie" setup) and counted in ``counts.dropped_ties``.
+    ``interval``/``level`` as for ``accuracy``."""
     name = "agreement" if include_ties else "agreement_without_ties"
-    if not res.left:
-        return MetricResult(name=name, value=None, counts=res.counts)
-    pred, ref, _ = encode(res)
-    return MetricResult(name=name, value=float(accuracy_score(ref, pred)), counts=res.counts)
+    return _share(
+        name,
+        predictions,
+        references,
+        unparsed=unparsed,
+        tie_label=tie_label,
+        drop_ties=not include_ties,
+        interval=interval,
+        level=level,
+    )
 
 
 def cohen_kappa(
@@ -95,8 +144,13 @@ def cohen_kappa(
     unparsed: UnparsedPolicy = "exclude",
     tie_label: Any = "tie",
     score_field: ScoreField = "score",
+    interval: Literal["bootstrap"] | None = "bootstrap",
+    level: float = DEFAULT_LEVEL,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int | None = 0,
 ) -> MetricResult:
-    """Cohen's kappa (scikit-learn). ``weights`` gives linear or quadratic weighted kappa, whose
+    """Cohen's kappa (scikit-learn), with a BCa bootstrap interval over items (scipy; ``seed``
+    makes it reproduce; ``interval=None`` skips it). ``weights`` gives linear or quadratic weighted kappa, whose
     distances follow the order of ``labels`` (default: sorted labels; for pairwise verdicts pass
     ``labels=("A", "tie", "B")``). Under ``unparsed="wrong"`` a failed item is its own category
     that agrees with nothing, which has no place on an ordinal scale, so weighted kappa refuses it.
@@ -124,7 +178,33 @@ def cohen_kappa(
         return MetricResult(name=name, value=None, counts=res.counts)  # one category: chance agreement is 1
     with np.errstate(divide="ignore", invalid="ignore"):
         value = cohen_kappa_score(ref, pred, labels=kappa_labels, weights=weights)
-    return MetricResult(name=name, value=_finite(value), counts=res.counts)
+    kappa = _finite(value)
+    ci = None
+    if interval and kappa is not None:
+        ci = _kappa_interval(ref, pred, kappa_labels, weights=weights, level=level, n_resamples=n_resamples, seed=seed)
+    return MetricResult(name=name, value=kappa, counts=res.counts, interval=ci)
+
+
+def _kappa_interval(
+    ref: list[int],
+    pred: list[int],
+    kappa_labels: list[int],
+    *,
+    weights: KappaWeights | None,
+    level: float,
+    n_resamples: int,
+    seed: int | None,
+) -> Interval | None:
+    if weights:  # the codes are already the scale's positions 0..k-1
+        r, p, k = np.asarray(ref), np.asarray(pred), len(kappa_labels)
+    else:
+        (r, p), k = kappa_codes([ref, pred])
+        k = max(k, len(kappa_labels))
+
+    def stat(rx: np.ndarray, px: np.ndarray, axis: int = -1) -> np.ndarray:
+        return vectorized_kappa(rx, px, k=k, weights=weights, axis=axis)
+
+    return bootstrap_interval([r, p], stat, level=level, n_resamples=n_resamples, seed=seed)
 
 
 def krippendorff_alpha(

@@ -25,6 +25,7 @@ from ..types import PairwiseVerdict, PointwiseScore, RubricResult, Status
 __all__ = [
     "UNPARSED_POLICIES",
     "Failure",
+    "Interval",
     "ItemCounts",
     "MetricResult",
     "Resolved",
@@ -68,12 +69,43 @@ class ItemCounts(FrozenModel):
     dropped_ties: int = Field(default=0, description="of those, items dropped because a side was a tie")
 
 
+class Interval(FrozenModel):
+    """A two-sided confidence interval, with the level and the method that produced it."""
+
+    low: float
+    high: float
+    level: float = Field(description="confidence level, e.g. 0.95")
+    method: str = Field(description="e.g. 'wilson', 'exact', 'bootstrap-bca', 'normal', 'ppi-clt'")
+
+    def describe(self) -> str:
+        """``'95% Wilson'``-style label, for a table's caption."""
+        names = {
+            "wilson": "Wilson",
+            "exact": "Clopper–Pearson",
+            "bootstrap-bca": "bootstrap (BCa)",
+            "bootstrap-percentile": "bootstrap (percentile)",
+            "paired-bootstrap-bca": "paired bootstrap (BCa)",
+            "paired-bootstrap-percentile": "paired bootstrap (percentile)",
+            "rogan-gladen-bootstrap": "Rogan–Gladen, bootstrap over both samples",
+            "normal": "normal (CLT)",
+            "ppi-clt": "prediction-powered (CLT)",
+        }
+        return f"{100 * self.level:g}% {names.get(self.method, self.method)}"
+
+    def contains(self, x: float) -> bool:
+        return self.low <= x <= self.high
+
+
 class MetricResult(FrozenModel):
-    """One number and the counts behind it. ``value`` is None when it is undefined."""
+    """One number and the counts behind it. ``value`` is None when it is undefined.
+
+    ``interval``: its confidence interval, where the metric computes one (level and method inside).
+    """
 
     name: str
     value: float | None
     counts: ItemCounts
+    interval: Interval | None = None
 
     def __float__(self) -> float:
         return math.nan if self.value is None else self.value

@@ -250,11 +250,15 @@ def _markdown(r: MetaEvalReport) -> str:
         f"{r.kind}, {r.n_items} items, {r.n_unparsed} unparsed, {r.n_error} errors; "
         f"unparsed policy: `{r.unparsed_policy}`"
     )
-    lines += ["", "| metric | value | items used |", "|---|---|---|"]
+    shown = [m.interval for m in (r.accuracy, r.agreement_without_ties, r.cohen_kappa) if m and m.interval]
+    methods = sorted({i.describe() for i in shown})
+    lines += ["", "| metric | value | 95% interval | items used |", "|---|---|---|---|"]
 
     def row(label: str, m: MetricResult | CorrelationResult | None, pct: bool = False) -> None:
         if m is not None:
-            lines.append(f"| {label} | {_fmt(m.value, pct)} | {m.counts.used} |")
+            ci = getattr(m, "interval", None)
+            band = f"{_fmt(ci.low, pct)} – {_fmt(ci.high, pct)}" if ci is not None else ""
+            lines.append(f"| {label} | {_fmt(m.value, pct)} | {band} | {m.counts.used} |")
 
     row("accuracy", r.accuracy, pct=True)
     row("agreement without ties", r.agreement_without_ties, pct=True)
@@ -263,14 +267,16 @@ def _markdown(r: MetaEvalReport) -> str:
     row("Krippendorff's alpha", r.krippendorff_alpha)
     if r.classification is not None:
         c = r.classification
-        lines.append(f"| macro precision | {_fmt(c.precision, True)} | {c.counts.used} |")
-        lines.append(f"| macro recall | {_fmt(c.recall, True)} | {c.counts.used} |")
-        lines.append(f"| macro F1 | {_fmt(c.f1, True)} | {c.counts.used} |")
+        lines.append(f"| macro precision | {_fmt(c.precision, True)} |  | {c.counts.used} |")
+        lines.append(f"| macro recall | {_fmt(c.recall, True)} |  | {c.counts.used} |")
+        lines.append(f"| macro F1 | {_fmt(c.f1, True)} |  | {c.counts.used} |")
     if r.correlations is not None:
         row("Pearson", r.correlations.pearson)
         row("Spearman", r.correlations.spearman)
         row("Kendall", r.correlations.kendall)
     row("length correlation (Spearman)", r.length_correlation)
+    if methods:  # the level and method, said once for the table
+        lines += ["", f"Intervals: {'; '.join(methods)}."]
     if r.by_policy:
         lines += [
             "",
