@@ -1,8 +1,8 @@
 """A multi grader's ``calculate_output``, evaluated without ``eval``.
 
 The formula is parsed with :mod:`ast` and every node checked against a
-whitelist: numbers, the graders' names, ``+ - * /``, ``^`` and ``**`` (power,
-as OpenAI's formulas write it), unary signs, parentheses, and the functions
+whitelist: numbers, the graders' names, ``+ - * /``, ``^`` or ``**`` (power,
+binding tighter than ``*``), unary signs, parentheses, and the functions
 ``min max abs floor ceil exp sqrt log``. Anything else (attributes,
 subscripts, comparisons, strings, keyword arguments, other names) is refused
 by name when the config is loaded. Arithmetic runs on floats, so a huge power
@@ -39,7 +39,6 @@ _BINARY: Mapping[type[ast.operator], Callable[[float, float], float]] = {
     ast.Div: lambda a, b: a / b,
     # math.pow raises for (-8) ^ 0.5 where ** would return a complex number.
     ast.Pow: math.pow,
-    ast.BitXor: math.pow,  # OpenAI's formulas write a power as a ^ b
 }
 _UNARY: Mapping[type[ast.unaryop], Callable[[float], float]] = {ast.USub: lambda a: -a, ast.UAdd: lambda a: a}
 
@@ -75,8 +74,11 @@ def compile_formula(text: str, names: frozenset[str] | set[str]) -> Formula:
     """``text`` checked against the whitelist, with ``names`` the only variables."""
     if len(text) > MAX_FORMULA_CHARS:
         raise FormulaError(f"calculate_output: longer than {MAX_FORMULA_CHARS} characters")
+    # OpenAI's formulas write a power as a ^ b. Python parses ^ as XOR, below
+    # + and *, so it is rewritten to ** (which binds tighter, as a power
+    # should) before parsing: no string literal is allowed to contain a ^.
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = ast.parse(text.strip().replace("^", "**"), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise FormulaError(f"calculate_output {text!r} is not a formula: {exc}") from None
     used: set[str] = set()
