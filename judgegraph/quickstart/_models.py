@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judgegraph.metrics import PairedDifference
+
 __all__ = ["BudgetChoice", "QuickstartOptions", "QuickstartResult", "TableRow"]
 
 
@@ -108,6 +110,10 @@ class QuickstartResult(BaseModel):
     )
     heldout_cap_items: int = Field(description="the most held-out items the budget lets escalate")
     rows: list[TableRow]
+    cascade_minus_teacher: PairedDifference | None = Field(
+        default=None,
+        description="held-out agreement of the cascade minus the teacher's, same items, paired bootstrap interval",
+    )
     store: Path
     report: Path
     summary: Path

@@ -5,10 +5,14 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from judgegraph.metrics import PairedDifference, proportion_interval
+
 from ._budget import escalation_rule
 from ._models import QuickstartResult, TableRow
 
-__all__ = ["print_result", "result_markdown", "result_table"]
+__all__ = ["difference_sentence", "print_result", "result_markdown", "result_table"]
+
+INTERVALS = "95% intervals in brackets: Wilson for shares, paired bootstrap (BCa) for the difference"
 
 
 def _pct(x: float | None) -> str:
@@ -20,9 +24,36 @@ def _cost(row: TableRow) -> str:
     return "n/a (unpriced)" if c is None else f"${c:.4f}"
 
 
+def _band(successes: int, n: int) -> str:
+    ci = proportion_interval(successes, n)
+    return "" if ci is None else f" [{100 * ci.low:.1f}–{100 * ci.high:.1f}]"
+
+
 def _agreement(row: TableRow) -> str:
     failed = f", {row.failed} failed" if row.failed else ""
-    return f"{_pct(row.agreement)} ({row.correct}/{row.items}{failed})"
+    return f"{_pct(row.agreement)} ({row.correct}/{row.items}{failed}){_band(row.correct, row.items)}"
+
+
+def _escalated(row: TableRow) -> str:
+    if row.escalated_share in (0, 1):  # all or nothing by construction, not a sampled share
+        return _pct(row.escalated_share)
+    return f"{_pct(row.escalated_share)}{_band(round(row.escalated_share * row.items), row.items)}"
+
+
+def difference_sentence(d: PairedDifference | None) -> str:
+    """What the held-out run showed about the cascade against the teacher, no more than its interval supports."""
+    if d is None or d.difference is None or d.interval is None:
+        return "Cascade vs teacher: no paired difference could be computed."
+    lo, hi = 100 * d.interval.low, 100 * d.interval.high
+    figures = (
+        f"cascade minus teacher agreement {100 * d.difference:+.1f} points "
+        f"({d.interval.describe()} {lo:+.1f} to {hi:+.1f}, {d.counts.used} items)"
+    )
+    if d.interval.low > 0:
+        return f"The cascade agreed with the humans more often than the teacher: {figures}."
+    if d.interval.high < 0:
+        return f"The cascade agreed with the humans less often than the teacher: {figures}."
+    return f"This run cannot tell the cascade from the teacher: {figures}; the interval includes 0."
 
 
 def result_table(result: QuickstartResult) -> Table:
@@ -32,9 +63,10 @@ def result_table(result: QuickstartResult) -> Table:
         "escalated",
         "cost per 1k items",
         title=f"Held-out split: {result.heldout_items} items never used for training or for picking the budget",
+        caption=INTERVALS,
     )
     for row in result.rows:
-        table.add_row(row.name, _agreement(row), _pct(row.escalated_share), _cost(row))
+        table.add_row(row.name, _agreement(row), _escalated(row), _cost(row))
     return table
 
 
@@ -54,6 +86,7 @@ def _budget_line(result: QuickstartResult) -> str:
 
 
 def print_result(result: QuickstartResult, console: Console) -> None:
+    console.print(f"[bold]{difference_sentence(result.cascade_minus_teacher)}[/]")
     console.print(result_table(result))
     console.print(
         f"[bold]Tier 1[/] {result.local_judge}" + (" (reused from an earlier run)" if result.reused_judge else "")
@@ -75,5 +108,6 @@ def result_markdown(result: QuickstartResult) -> str:
         "|---|---|---|---|",
     ]
     for row in result.rows:
-        lines.append(f"| {row.name} | {_agreement(row)} | {_pct(row.escalated_share)} | {_cost(row)} |")
+        lines.append(f"| {row.name} | {_agreement(row)} | {_escalated(row)} | {_cost(row)} |")
+    lines += ["", f"{INTERVALS}. {difference_sentence(result.cascade_minus_teacher)}"]
     return "\n".join(lines) + "\n"

@@ -42,7 +42,7 @@ from ._judges import (
     recorded_teacher,
 )
 from ._models import QuickstartOptions, QuickstartResult
-from ._stored import _stored_results, table_row
+from ._stored import _stored_results, paired_agreement, table_row
 
 __all__ = ["arun_quickstart", "run_quickstart"]
 
@@ -331,6 +331,7 @@ async def arun_quickstart(
                 escalation="tiers",
             ),
         ]
+        difference = paired_agreement(store, held_cascade, held_teacher, seed=opts.seed)
         report_dir = work / "report"
         paths = write_report(store, held_cascade, report_dir)
     finally:
@@ -361,6 +362,7 @@ async def arun_quickstart(
         heldout_threshold=held_thr,
         heldout_cap_items=cap_items,
         rows=rows,
+        cascade_minus_teacher=difference,
         store=work / "results.sqlite",
         report=paths["html"],
         summary=work / "quickstart.json",

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from judgegraph.types import PairwiseVerdict, Status
 
 from ._models import TableRow
 
-__all__ = ["table_row"]
+if TYPE_CHECKING:
+    from judgegraph.metrics import PairedDifference
+
+__all__ = ["paired_agreement", "table_row"]
 
 
 def _stored_results(store: Any, run_id: str) -> tuple[dict[str, PairwiseVerdict], dict[str, str]]:
@@ -21,6 +24,32 @@ def _stored_results(store: Any, run_id: str) -> tuple[dict[str, PairwiseVerdict]
         if r.label is not None:
             labels[r.item_hash] = r.label
     return results, labels
+
+
+def _prediction(r: Any) -> Any:
+    """A stored row's winner, or its failure status (which agreement counts as wrong)."""
+    if r.status == "ok":
+        return (r.result or {}).get("winner")
+    return Status(r.status) if r.status in ("unparsed", "error") else Status.ERROR
+
+
+def paired_agreement(store: Any, run_a: str, run_b: str, *, seed: int = 0) -> PairedDifference:
+    """Agreement with the human majority of run A minus run B's, on the items both judged, with a
+    paired bootstrap interval (:func:`judgegraph.metrics.paired_difference`; failed verdicts wrong)."""
+    from judgegraph import metrics
+
+    b_rows = {r.item_hash: r for r in store.rows(run_b)}
+    preds_a: list[Any] = []
+    preds_b: list[Any] = []
+    refs: list[Any] = []
+    for r in store.rows(run_a):
+        other = b_rows.get(r.item_hash)
+        if other is None:
+            continue
+        preds_a.append(_prediction(r))
+        preds_b.append(_prediction(other))
+        refs.append(r.label)
+    return metrics.paired_difference(preds_a, preds_b, refs, unparsed="wrong", seed=seed)
 
 
 def table_row(
@@ -37,10 +66,7 @@ def table_row(
     rows = list(store.rows(run_id))
     for r in rows:
         res = r.result or {}
-        if r.status == "ok":
-            preds.append(res.get("winner"))
-        else:
-            preds.append(Status(r.status) if r.status in ("unparsed", "error") else Status.ERROR)
+        preds.append(_prediction(r))
         refs.append(r.label)
         costs.append(r.cost_usd)
         if escalation == "all":

@@ -103,6 +103,36 @@ def test_table_rows_match_the_stored_results(first_run: tuple[Path, str, Quickst
     assert str(result.report) in output.replace("\n", "")
 
 
+def test_first_line_is_the_paired_difference(first_run: tuple[Path, str, QuickstartResult]) -> None:
+    """The cascade-minus-teacher difference is recomputed from the store, item by item, and the
+    printed result opens with the sentence that says what its interval supports."""
+    from judgegraph.quickstart._render import difference_sentence
+
+    workdir, output, result = first_run
+    _, teacher, cascade = result.rows
+    with Store(workdir / "results.sqlite") as store:
+        t_rows = {r.item_hash: r for r in store.rows(teacher.run_id)}
+        c_rows = list(store.rows(cascade.run_id))
+
+        def pred(r: Any) -> Any:
+            return r.result["winner"] if r.status == "ok" else Status(r.status)
+
+        expected = metrics.paired_difference(
+            [pred(r) for r in c_rows],
+            [pred(t_rows[r.item_hash]) for r in c_rows],
+            [r.label for r in c_rows],
+            unparsed="wrong",
+            seed=0,
+        )
+    assert result.cascade_minus_teacher == expected
+    assert expected.counts.used == result.heldout_items
+    assert expected.difference == pytest.approx((cascade.correct - teacher.correct) / cascade.items)
+    # The result opens with it (progress lines come before the result, the table after).
+    flat = " ".join(output.split())
+    assert flat.index(difference_sentence(expected)) < flat.index("Held-out split:")
+    assert "Wilson" in output
+
+
 def test_teacher_row_is_the_recorded_teacher(first_run: tuple[Path, str, QuickstartResult]) -> None:
     """Recomputed from the PandaLM files directly, without the store or the graph."""
     _, _, result = first_run
