@@ -58,9 +58,9 @@ class PacedBackend:
 
 
 class TogetherBackend(PacedBackend):
-    """Holds each request until ``width`` are in flight at once (or every one of
-    ``total`` has been sent): how many ran together is then set by the graph's
-    cap alone, never by how fast the machine started them."""
+    """Holds each request until ``width`` have been in flight at once (or every
+    one of ``total`` has been sent): how many ran together is then set by the
+    graph's cap alone, never by how fast the machine started them."""
 
     def __init__(self, width: int, total: int) -> None:
         super().__init__()
@@ -71,7 +71,9 @@ class TogetherBackend(PacedBackend):
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            await await_until(lambda: self.in_flight >= self.width or self.calls == self.total, "a full group")
+            # The peak, not the count now: it never falls back, so the first request
+            # to go on (and end) cannot strand the rest of its group below the mark.
+            await await_until(lambda: self.max_in_flight >= self.width or self.calls == self.total, "a full group")
             self.finished += 1
             return GenerateResult(text="Seen. [RESULT] 3", model=self.model)
         finally:

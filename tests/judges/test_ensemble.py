@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import pytest
+from _waiting import await_until
 from langgraph.graph import END, START, StateGraph
 
 from judgegraph import (
@@ -161,27 +162,35 @@ async def test_a_member_that_crashes_does_not_sink_the_jury() -> None:
 
 
 class _Overlap(ScriptedBackend):
-    """Counts how many calls are in flight at once, across its instances."""
+    """Counts how many calls are in flight at once, across its instances, and
+    holds each call until ``together`` are in flight (members judged one after
+    another would never get there: the test then hangs, and pytest-timeout
+    fails it by name)."""
 
     active = 0
     peak = 0
+    together = 3
 
     async def generate(self, request: Any) -> Any:
         _Overlap.active += 1
         _Overlap.peak = max(_Overlap.peak, _Overlap.active)
         try:
+            # The peak, not the count now: it never falls back, so a call that goes on
+            # (and ends) first cannot strand the others below the mark.
+            await await_until(lambda: _Overlap.peak >= _Overlap.together, "every member's call in flight")
             return await super().generate(request)
         finally:
             _Overlap.active -= 1
 
 
+@pytest.mark.timing  # counts calls in flight together
 async def test_members_run_concurrently() -> None:
     # Measured by overlap, not by wall time: members run one after another
     # would never have two calls in flight, however fast or slow the machine.
     _Overlap.active = _Overlap.peak = 0
     members = [
         PairwiseJudge(
-            _Overlap(lambda req: "Both fine. [RESULT] A", latency_s=0.05),
+            _Overlap(lambda req: "Both fine. [RESULT] A"),
             template="pairwise-choice",
             swap=SwapPolicy(mode="single"),
             name=f"j{i}",

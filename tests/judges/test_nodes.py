@@ -128,7 +128,8 @@ async def test_batch_node_honours_max_concurrency_and_order() -> None:
             peak = max(peak, active)
             # Held until three are in flight together (or all 19 valid items were sent):
             # the peak is then the cap exactly, whatever the machine's speed.
-            await await_until(lambda: active >= 3 or calls == 19, "three requests in flight")
+            # (The peak, not the count now: it never falls back once reached.)
+            await await_until(lambda: peak >= 3 or calls == 19, "three requests in flight")
             active -= 1
             return await super().generate(request)
 
