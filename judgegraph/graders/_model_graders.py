@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from judgegraph._templates import _SCORE_JSON, _SCORE_TEXT, _SYSTEM, Template, _block, neutralize
@@ -170,6 +171,11 @@ class _ModelGrader(ModelJudge[GraderInput, GraderResult]):
                 f"{self.name}: sampling_params.reasoning_effort is {want!r}, and the backend sends {have!r}; "
                 f"give a backend built with reasoning_effort={want!r}"
             )
+
+    def _runner(self, backend: Backend | None, context: Any) -> Callable[[GraderInput], Awaitable[GraderResult]]:
+        # A backend that contradicts the config is a set-up error, raised before any item is judged.
+        self._check_effort(self.resolve_backend(backend, context))
+        return super()._runner(backend, context)
 
     def _fields(self, item: GraderInput) -> dict[str, str | None]:
         assert isinstance(self.template, GraderTemplate)

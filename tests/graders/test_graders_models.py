@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from judgegraph import OpenAIBackend, Status
+from judgegraph import OpenAIBackend, Status, from_context
 from judgegraph.graders import GraderConfigError, GraderResult, LabelModelGrader, ScoreModelGrader, create_grader
 from judgegraph.testing import LoopbackRequest, LoopbackServer, Reply
 
@@ -179,3 +179,14 @@ def test_the_template_is_deterministic_per_config() -> None:
     c = create_grader({**SCORE_MODEL, "range": [0, 10]}, backend="vllm:judge@http://127.0.0.1:9/v1")
     assert isinstance(a, ScoreModelGrader) and isinstance(b, ScoreModelGrader) and isinstance(c, ScoreModelGrader)
     assert a.template.id == b.template.id != c.template.id
+
+
+async def test_a_model_grader_can_take_its_backend_from_the_context(server: LoopbackServer) -> None:
+    grader = create_grader(SCORE_MODEL, backend=from_context("backend"))
+    with pytest.raises(LookupError, match="none under 'backend'"):
+        await grader.ajudge(ROW)
+    assert (await grader.ajudge(ROW, context={"backend": _backend(server)})).score == 6.0
+    reasoning = {**SCORE_MODEL, "sampling_params": {"reasoning_effort": "high"}}
+    late = create_grader(reasoning, backend=from_context("backend"))
+    with pytest.raises(ValueError, match="reasoning_effort is 'high'"):  # checked on the backend the call finds
+        await late.ajudge(ROW, context={"backend": _backend(server)})
