@@ -139,3 +139,16 @@ async def test_references_fill_from_item_and_sample_and_a_missing_one_is_named()
 def test_a_sample_that_is_json_gets_output_json() -> None:
     assert GraderInput.model_validate({"sample": {"output_text": '{"a": 1}'}}).sample.output_json == {"a": 1}
     assert GraderInput.model_validate({"sample": {"output_text": "plain"}}).sample.output_json is None
+
+
+def test_a_row_missing_a_reference_fails_alone_in_a_batch() -> None:
+    grader = create_grader(STRING_CHECK)
+    rows = [
+        {"item": {"label": "yes"}, "sample": {"output_text": "yes"}},
+        {"item": {}, "sample": {"output_text": "yes"}},
+        {"item": {"label": "yes"}, "sample": {"output_text": "no"}},
+    ]
+    first, missing, third = grader.judge_many(rows)
+    assert isinstance(missing, JudgeInputError) and "item 1: item.label" in str(missing)
+    assert not isinstance(first, JudgeInputError) and not isinstance(third, JudgeInputError)
+    assert (first.passed, third.passed) == (True, False)
