@@ -68,7 +68,6 @@ def test_root_wings_import_from_a_source_checkout(tmp_path: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert Path(result.stdout.strip()).resolve() == (ROOT / "graphs" / "__init__.py").resolve()

@@ -181,7 +181,6 @@ async def test_report_files_and_browser_render(tmp_path: Path, loopback: Any) ->
         ],
         capture_output=True,
         text=True,
-        timeout=120,
     )
     assert dom.returncode == 0, dom.stderr[-2000:]
     check = re.search(r'id="render-check" data-plots="(\d+)" data-rendered="(\d+)"', dom.stdout)
@@ -201,7 +200,6 @@ async def test_report_files_and_browser_render(tmp_path: Path, loopback: Any) ->
             ],
             capture_output=True,
             text=True,
-            timeout=120,
         )
         assert res.returncode == 0 and shot.exists(), res.stderr[-2000:]
         return shot
