@@ -8,20 +8,61 @@ label, confidence, lengths) are kept for the statistics, which come from
 
 from __future__ import annotations
 
+import csv
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from ..types import Status
-from ._report_data import ReportData, _Acc, _cascade_curve, _confusion
+from ._report_data import ReportData, _Acc, _cascade_curve, _confusion, corrected_estimates
 from ._report_render import render_html, render_markdown
 from ._store import Store
 
-__all__ = ["build_report", "write_report"]
+__all__ = ["build_report", "read_labels", "write_report"]
 
 
-def build_report(store: Store, run_id: str) -> ReportData:
+class _LabelRecord(BaseModel):
+    """One line of a labels file: the item's id (the source's id field) and its human label."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    label: str | float | int | bool
+
+
+def read_labels(path: str | Path) -> dict[str, Any]:
+    """Human labels by item id from a JSONL file (``{"id": ..., "label": ...}`` per line) or a CSV
+    file with ``id`` and ``label`` columns (by its ``.csv`` suffix)."""
+    p = Path(path)
+    out: dict[str, Any] = {}
+    with p.open(encoding="utf-8", newline="") as fp:
+        raw: list[Any]
+        if p.suffix.lower() == ".csv":
+            raw = list(csv.DictReader(fp))
+        else:
+            raw = []
+            for n, line in enumerate(fp, 1):
+                if line.strip():
+                    try:
+                        raw.append(json.loads(line))
+                    except json.JSONDecodeError as exc:
+                        raise ValueError(f"{p}: line {n} is not JSON: {exc.msg}") from None
+    for n, rec in enumerate(raw, 1):
+        try:
+            r = _LabelRecord.model_validate(rec)
+        except ValidationError as exc:
+            raise ValueError(f"{p}: record {n} needs an id and a label ({exc.error_count()} problems)") from None
+        out[r.id] = r.label
+    return out
+
+
+def build_report(store: Store, run_id: str, *, human_labels: Mapping[str, Any] | None = None) -> ReportData:
+    """The report's figures. ``human_labels``: human labels by item id (e.g. from :func:`read_labels`),
+    used, beside the labels in the store, for the judge-corrected estimates."""
     from .. import metrics
 
     info = store.run(run_id)
@@ -101,12 +142,21 @@ def build_report(store: Store, run_id: str) -> ReportData:
         cascade=_cascade_curve(acc),
         problems=acc.problems,
         problem_kinds=dict(acc.problem_kinds.most_common()),
+        corrected=_corrected(kind, acc, human_labels),
     )
 
 
-def write_report(store: Store, run_id: str, out: str | Path) -> dict[str, Path]:
+def _corrected(kind: str, acc: _Acc, labels: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    if labels is not None and not {i for i, _, _ in acc.judged if i is not None} & set(labels):
+        raise ValueError("no row's id matches the labels file (labels are matched by the source's id field)")
+    return corrected_estimates(kind, acc.judged, labels)
+
+
+def write_report(
+    store: Store, run_id: str, out: str | Path, *, human_labels: Mapping[str, Any] | None = None
+) -> dict[str, Path]:
     """Write ``report.html``, ``summary.json`` and ``summary.md`` under ``out``."""
-    d = build_report(store, run_id)
+    d = build_report(store, run_id, human_labels=human_labels)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"html": folder / "report.html", "json": folder / "summary.json", "markdown": folder / "summary.md"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..types import Status
 from ._store import StoredRow
 
-__all__ = ["CascadePoint", "ReportData"]
+__all__ = ["CascadePoint", "ReportData", "corrected_estimates"]
 
 
 class _M(BaseModel):
@@ -51,6 +52,11 @@ class ReportData(_M):
     cascade: dict[str, Any] | None
     problems: list[dict[str, Any]]
     problem_kinds: dict[str, int]
+    corrected: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="judgegraph.metrics.ppi_mean: the judge's rates over every judged row, corrected by the "
+        "human labels on the labelled ones, beside the naive and human-only figures",
+    )
 
 
 _PAIR_LABELS = ["A", "B", "tie"]
@@ -122,6 +128,7 @@ class _Acc:
         self.problems: list[dict[str, Any]] = []
         self.problem_kinds: Counter[str] = Counter()
         self.casc: list[tuple[Any, float | None, float | None, bool, Any, float | None, Any]] = []
+        self.judged: list[tuple[str | None, Any, Any]] = []  # (item id, verdict or failure, stored label)
 
     def add(self, r: StoredRow) -> None:
         where = f"row {r.row}" if r.file == 0 else f"file {r.file} row {r.row}"
@@ -142,6 +149,7 @@ class _Acc:
         if r.status != "ok":
             self._problem(where, r.status, r.reason or "")
         pred = _prediction(self.kind, r)
+        self.judged.append((r.item_id, pred, r.label))
         if r.status == "ok":
             self.dist["judge"][self._bucket(pred)] += 1
             for name, s in (res.get("criteria") or {}).items():
@@ -288,3 +296,43 @@ def _cascade_curve(acc: _Acc) -> dict[str, Any] | None:
         "note": "Points left of the run's own operating point are what escalating fewer items "
         "(the least confident first) would have given; further right needs a run that sends every item up.",
     }
+
+
+def _as_float(v: Any) -> float | None:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def corrected_estimates(
+    kind: str, judged: list[tuple[str | None, Any, Any]], labels: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Judge-corrected rates (prediction-powered) over the rows with a usable verdict.
+
+    Pairwise: the share of rows where A wins and where B wins; pointwise and rubric: the mean
+    score. A row's human value is its entry in ``labels`` (by item id) or else its stored label.
+    Needs at least two labelled rows; rows whose verdict failed are left out of every figure.
+    """
+    from .. import metrics
+
+    rows = [(item_id, pred, label) for item_id, pred, label in judged if not isinstance(pred, Status)]
+    humans = [labels.get(i, lab) if labels is not None and i is not None else lab for i, _, lab in rows]
+    if sum(h is not None for h in humans) < 2:
+        return []
+    out: list[dict[str, Any]] = []
+    if kind == "pairwise":
+        for side in ("A", "B"):
+            judge = [pred == side for _, pred, _ in rows]
+            human = [None if h is None else str(h) == side for h in humans]
+            est = metrics.ppi_mean(judge, human, name=f"share where {side} wins")
+            out.append(est.model_dump(mode="json"))
+        return out
+    judge_scores = [_as_float(pred) for _, pred, _ in rows]
+    keep = [i for i, v in enumerate(judge_scores) if v is not None]
+    human_scores = [None if humans[i] is None else _as_float(humans[i]) for i in keep]
+    if sum(h is not None for h in human_scores) < 2:
+        return []
+    est = metrics.ppi_mean([judge_scores[i] for i in keep], human_scores, name="mean score")
+    return [est.model_dump(mode="json")]

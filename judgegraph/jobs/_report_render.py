@@ -22,6 +22,36 @@ def _num(x: Any, digits: int = 3) -> str:
     return "n/a" if x is None else f"{float(x):.{digits}f}"
 
 
+def _with_interval(value: Any, interval: dict[str, Any] | None, pct: bool) -> str:
+    fmt = _pct if pct else _num
+    band = f" [{fmt(interval['low'])} – {fmt(interval['high'])}]" if interval else ""
+    return f"{fmt(value)}{band}"
+
+
+CORRECTED_NOTE = (
+    "Naive: the judge alone over every judged row (its interval ignores the judge's errors). Corrected: "
+    "prediction-powered (the judge's mean plus its average error on the labelled rows). Intervals 95%: "
+    "Wilson for shares, normal (CLT) for means and for the corrected figure."
+)
+
+
+def _corrected_rows(d: ReportData) -> list[tuple[str, str, str, str]]:
+    """(figure, naive, corrected, human only) for each corrected estimate."""
+    rows = []
+    for e in d.corrected:
+        pct = "share" in e["name"]
+        naive, human = e["naive"], e["human_only"]
+        rows.append(
+            (
+                e["name"],
+                f"{_with_interval(naive['value'], naive['interval'], pct)} ({e['n_items']} rows)",
+                _with_interval(e["estimate"], e["interval"], pct),
+                f"{_with_interval(human['value'], human['interval'], pct)} ({e['n_labelled']} labelled)",
+            )
+        )
+    return rows
+
+
 def _metric(meta: dict[str, Any] | None, *path: str) -> Any:
     cur: Any = meta
     for p in path:
@@ -165,6 +195,14 @@ def _figures(d: ReportData) -> list[tuple[str, str, str]]:
     return figs
 
 
+def _interval_entry(name: str, ci: dict[str, Any] | None, *, pct: bool) -> list[tuple[str, str]]:
+    """A headline entry for a figure's interval, labelled with its level and method."""
+    if not ci:
+        return []
+    fmt = _pct if pct else _num
+    return [(f"{name}: {100 * ci['level']:g}% interval ({ci['method']})", f"{fmt(ci['low'])} – {fmt(ci['high'])}")]
+
+
 def _headline(d: ReportData) -> list[tuple[str, str]]:
     m = d.metrics
     out = [
@@ -179,7 +217,9 @@ def _headline(d: ReportData) -> list[tuple[str, str]]:
     ]
     if m:
         out.append(("accuracy", _pct(_metric(m, "accuracy", "value"))))
+        out += _interval_entry("accuracy", _metric(m, "accuracy", "interval"), pct=True)
         out.append(("Cohen's κ", _num(_metric(m, "cohen_kappa", "value"))))
+        out += _interval_entry("Cohen's κ", _metric(m, "cohen_kappa", "interval"), pct=False)
         if d.kind != "pairwise":
             out.append(("Spearman ρ", _num(_metric(m, "correlations", "spearman", "value"))))
     if d.position:
@@ -224,6 +264,14 @@ def render_html(d: ReportData) -> str:
         ]
         meta_md = "".join(f"<tr><td>{k}</td><td>{escape(v)}</td></tr>" for k, v in rows if v != "n/a")
         meta_md = f"<h2>Agreement with human labels ({d.n_labeled} rows)</h2><table>{meta_md}</table>"
+    if d.corrected:
+        body = "".join(
+            "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in _corrected_rows(d)
+        )
+        meta_md += (
+            f"<h2>Corrected for the judge's errors</h2><p>{escape(CORRECTED_NOTE)}</p><table><tr><th>figure</th>"
+            f"<th>naive (judge)</th><th>corrected</th><th>human labels only</th></tr>{body}</table>"
+        )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>judgegraph report: {escape(d.run_id)}</title><style>{REPORT_CSS}</style></head>
@@ -251,6 +299,10 @@ def render_markdown(d: ReportData) -> str:
         from ..metrics import MetaEvalReport
 
         lines += ["", MetaEvalReport.model_validate(d.metrics).to_markdown()]
+    if d.corrected:
+        lines += ["", "## Corrected for the judge's errors", "", CORRECTED_NOTE, ""]
+        lines += ["| figure | naive (judge) | corrected | human labels only |", "|---|---|---|---|"]
+        lines += [f"| {a} | {b} | {c} | {e} |" for a, b, c, e in _corrected_rows(d)]
     if d.confusion:
         lines += ["", "## Confusion matrix (rows: human, columns: judge)", ""]
         lines += ["| human \\ judge | " + " | ".join(d.labels) + " |", "|---" * (len(d.labels) + 1) + "|"]

@@ -324,9 +324,16 @@ def report_command(
     run: Annotated[str, typer.Argument(help="Run id (see `judgegraph eval` output).")],
     store: Annotated[Path, typer.Option(help="SQLite result store.", envvar="JUDGEGRAPH_STORE")] = Path(DEFAULT_STORE),
     out: Annotated[Path | None, typer.Option(help="Output folder (default: report-RUN).")] = None,
+    labels: Annotated[
+        Path | None,
+        typer.Option(
+            help='Human labels for some items, by the source\'s id field: JSONL ({"id": ..., "label": ...}) or '
+            "CSV (id,label). The report then shows the judge-corrected rates beside the naive ones."
+        ),
+    ] = None,
 ) -> None:
     """Write an HTML report with plots, and JSON and Markdown summaries."""
-    from ._report import write_report
+    from ._report import read_labels, write_report
     from ._store import Store
     from ._store_guard import StoreError
 
@@ -334,9 +341,10 @@ def report_command(
     if not store.exists():
         raise _fail(console, f"no store at {store}")
     try:
+        by_id = read_labels(labels) if labels is not None else None
         # Read-only: a report changes nothing, and works on a store the user may not write.
         with Store(store, read_only=True) as st:
-            paths = write_report(st, run, out or Path(f"report-{run}"))
+            paths = write_report(st, run, out or Path(f"report-{run}"), human_labels=by_id)
     except KeyError as exc:
         raise _fail(console, str(exc.args[0]) if exc.args else str(exc)) from None
     except StoreError as exc:
@@ -344,6 +352,8 @@ def report_command(
     except sqlite3.Error as exc:
         raise _fail(console, f"{store}: cannot read the result store: {exc}") from None
     except ImportError as exc:
+        raise _fail(console, str(exc)) from None
+    except (OSError, ValueError) as exc:  # an unreadable labels file, or one that matches no row
         raise _fail(console, str(exc)) from None
     for kind, p in paths.items():
         console.print(f"{kind}: {p}")
