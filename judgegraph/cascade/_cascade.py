@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from judgegraph.backends import Backend
 from judgegraph.judges import (
     CompositeJudge,
+    EnsembleJudge,
     Judge,
     JudgeInputError,
     Result,
@@ -49,7 +50,9 @@ __all__ = [
     "Tier",
     "certainty",
     "create_cascade_judge",
+    "create_jury",
     "decide_tier",
+    "jury_name",
     "score_margin",
 ]
 
@@ -279,3 +282,39 @@ def create_cascade_judge(
     """A cascade over ``tiers`` (cheapest first). ``escalate`` applies to every
     tier given as a bare judge, except the last."""
     return CascadeJudge(tiers, escalate=escalate, abstain=abstain, on_last_failure=on_last_failure, name=name)
+
+
+def jury_name(members: Sequence[str]) -> str:
+    """The name a jury tier goes by, from its members' names (the planner's too)."""
+    return "jury(" + "+".join(members) + ")"
+
+
+def create_jury(
+    members: Sequence[Judge[Any, Any]],
+    *,
+    min_ok: int | None = None,
+    votes: Literal["orders", "probabilities"] = "orders",
+    weights: Sequence[float] | None = None,
+    name: str | None = None,
+) -> EnsembleJudge:
+    """A jury for a cascade tier: its members judge concurrently and fail
+    independently; its ``confidence`` is the share of the whole jury's votes
+    (each member's answer orders, or their A / B / tie probabilities with
+    ``votes="probabilities"``) that back its verdict, a member without a usable
+    answer counting against it. So ``Tier(create_jury(...), (LowConfidence(threshold=t),))``
+    escalates on disagreement and on lost members alike. With fewer than
+    ``min_ok`` usable members (default: a strict majority) the jury fails, and
+    a failed tier always escalates: never a verdict from a rump jury.
+    """
+    if not members:
+        raise ValueError("a jury needs members")
+    quorum = len(members) // 2 + 1 if min_ok is None else min_ok
+    return EnsembleJudge(
+        members,
+        aggregation="majority" if weights is None else "weighted",
+        weights=weights,
+        min_ok=quorum,
+        votes=votes,
+        missing="against",
+        name=name or jury_name([judge_name(m) for m in members]),
+    )

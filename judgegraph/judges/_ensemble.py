@@ -19,10 +19,14 @@ from ._composite import CompositeJudge, Result, arun_part, cost_of, judge_name, 
 __all__ = [
     "Aggregation",
     "EnsembleJudge",
+    "Missing",
+    "Votes",
     "create_ensemble_judge",
 ]
 
 Aggregation = Literal["majority", "mean", "median", "weighted"]
+Votes = Literal["members", "orders", "probabilities"]
+Missing = Literal["ignore", "against"]
 
 _PREF: dict[str, float] = {"A": 1.0, "tie": 0.5, "B": 0.0}
 
@@ -49,6 +53,19 @@ class EnsembleJudge(CompositeJudge):
     that agree with the final answer; for pointwise ``mean`` / ``median``,
     their :func:`~judgegraph.rules.spread_agreement` with it (a mean between
     the votes is no disagreement). ``distribution`` holds the vote shares.
+
+    ``votes`` (pairwise, majority / weighted): what one vote is. ``members``:
+    each member's verdict. ``orders``: each answer order a member judged (its
+    weight split between them), so a member whose two orders disagree is a
+    split vote rather than one ``tie``. ``probabilities``: the same, each
+    order's ``distribution`` over A / B / tie where it has one (pooled
+    probabilities), else its verdict.
+
+    ``missing``: how a member without a usable answer counts in
+    ``confidence``. ``ignore``: not at all (the share of usable votes).
+    ``against``: as a vote against the verdict (the share of the whole
+    jury's weight), so a jury that lost members is less sure, which is what a
+    cascade tier escalating on agreement needs.
     """
 
     def __init__(
@@ -58,6 +75,8 @@ class EnsembleJudge(CompositeJudge):
         aggregation: Aggregation = "majority",
         weights: Sequence[float] | None = None,
         min_ok: int = 1,
+        votes: Votes = "members",
+        missing: Missing = "ignore",
         name: str | None = None,
     ) -> None:
         super().__init__(members, name=name or "ensemble", what="members")
@@ -76,8 +95,19 @@ class EnsembleJudge(CompositeJudge):
                     raise ValueError(f"weights[{i}] must be a positive number, got {w}")
         if not 1 <= min_ok <= len(members):
             raise ValueError(f"min_ok must be between 1 and {len(members)}, got {min_ok}")
+        if votes not in ("members", "orders", "probabilities"):
+            raise ValueError(f"votes must be members, orders or probabilities, got {votes!r}")
+        if votes != "members":
+            if not issubclass(self.input_model, PairwiseInput):
+                raise ValueError(f"votes={votes!r} needs pairwise members (answer orders, A/B/tie probabilities)")
+            if aggregation not in ("majority", "weighted"):
+                raise ValueError(f"votes={votes!r} needs aggregation majority or weighted, got {aggregation!r}")
+        if missing not in ("ignore", "against"):
+            raise ValueError(f"missing must be ignore or against, got {missing!r}")
         self.members = list(members)
         self.aggregation = aggregation
+        self.votes: Votes = votes
+        self.missing: Missing = missing
         self.weights = [float(w) for w in weights] if weights is not None else [1.0] * len(members)
         self.min_ok = min_ok
 
@@ -85,11 +115,16 @@ class EnsembleJudge(CompositeJudge):
         per_member = await asyncio.gather(
             *(arun_part(m, items, context=context, max_concurrency=max_concurrency) for m in self.members)
         )
-        return [self._aggregate([col[i] for col in per_member]) for i in range(len(items))]
+        return [self.combine([col[i] for col in per_member]) for i in range(len(items))]
 
     # ------------------------------------------------------------ aggregation
 
-    def _aggregate(self, answers: list[Result | str]) -> Result:
+    def combine(self, answers: Sequence[Result | str]) -> Result:
+        """The jury's result from its members' answers, in member order (a
+        string is a member's crash): what ``ajudge`` returns, computable
+        offline from recorded answers (the cascade planner does)."""
+        if len(answers) != len(self.members):
+            raise ValueError(f"{len(answers)} answers for {len(self.members)} members")
         records: list[MemberRecord] = []
         ok: list[tuple[Result, float]] = []
         results = [a for a in answers if not isinstance(a, str)]
@@ -137,21 +172,46 @@ class EnsembleJudge(CompositeJudge):
         return self._pointwise(scored, results, records)
 
     def _shares(self, votes: list[tuple[str, float]]) -> dict[str, float]:
-        total = sum(w for _, w in votes)
+        return self._pool([({v: 1.0}, w) for v, w in votes])
+
+    @staticmethod
+    def _pool(ballots: list[tuple[Mapping[str, float], float]]) -> dict[str, float]:
+        total = sum(w for _, w in ballots)
         tally: dict[str, float] = {}
-        for v, w in votes:
-            tally[v] = tally.get(v, 0.0) + w
+        for dist, w in ballots:
+            for k, p in dist.items():
+                tally[k] = tally.get(k, 0.0) + w * p
         return {k: t / total for k, t in tally.items()}
+
+    def _ballots(self, ok: list[tuple[PairwiseVerdict, float]]) -> list[tuple[Mapping[str, float], float]]:
+        """One ballot (a distribution over A / B / tie) per vote, with its weight."""
+        out: list[tuple[Mapping[str, float], float]] = []
+        for r, w in ok:
+            parts = [o for o in r.orders if o.ok] if self.votes != "members" else []
+            parts = parts or [r]  # a member judged in one order votes once, at full weight
+            for p in parts:
+                dist = p.distribution if self.votes == "probabilities" else None
+                total = sum(dist.values()) if dist else 0.0
+                if dist and total > 0:
+                    out.append(({k: v / total for k, v in dist.items()}, w / len(parts)))
+                else:
+                    out.append(({str(p.winner): 1.0}, w / len(parts)))
+        return out
+
+    def _present(self, ok_weight: float) -> float:
+        """The share of the jury's weight that answered, when silence counts against the verdict."""
+        return ok_weight / sum(self.weights) if self.missing == "against" else 1.0
 
     def _pairwise(
         self, ok: list[tuple[PairwiseVerdict, float]], results: list[Result], records: list[MemberRecord]
     ) -> PairwiseVerdict:
         votes = [(str(r.winner), w) for r, w in ok]
-        shares = self._shares(votes)
+        ballots = self._ballots(ok)
+        shares = self._pool(ballots)
         winner: Winner
         if self.aggregation in ("majority", "weighted"):
             top = max(shares.values())
-            leaders = [k for k, s in shares.items() if s == top]
+            leaders = [k for k, s in shares.items() if math.isclose(s, top, rel_tol=1e-12, abs_tol=1e-12)]
             winner = cast(Winner, leaders[0]) if len(leaders) == 1 else "tie"
         else:
             prefs = [_PREF[v] for v, _ in votes]
@@ -167,13 +227,17 @@ class EnsembleJudge(CompositeJudge):
             winner=winner,
             score_a=score_a,
             score_b=score_b,
-            confidence=shares.get(winner, 0.0),
+            confidence=shares.get(winner, 0.0) * self._present(sum(w for _, w in ok)),
             distribution={k: shares.get(k, 0.0) for k in ("A", "B", "tie")},
             inconsistent=any(r.inconsistent for r, _ in ok),
-            rationale=self._summary(votes),
+            rationale=self._summary(votes if self.votes == "members" else self._order_votes(ballots)),
             members=tuple(records),
             provenance=self._provenance_for(results, Status.OK),
         )
+
+    @staticmethod
+    def _order_votes(ballots: list[tuple[Mapping[str, float], float]]) -> list[tuple[str, float]]:
+        return [(max(d, key=lambda k: d[k]), w) for d, w in ballots]
 
     def _pointwise(
         self, ok: list[tuple[PointwiseScore, float]], results: list[Result], records: list[MemberRecord]
@@ -190,6 +254,7 @@ class EnsembleJudge(CompositeJudge):
             expected = statistics.fmean(scores) if self.aggregation == "mean" else float(statistics.median(scores))
             score = _round_half_up(expected)
             confidence = spread_agreement(scores, expected, ok[0][0].scale)
+        confidence *= self._present(sum(w for _, w in ok))
         return PointwiseScore(
             status=Status.OK,
             score=score,
@@ -205,6 +270,8 @@ class EnsembleJudge(CompositeJudge):
     def _summary(self, votes: list[tuple[str, float]]) -> str:
         counts = Counter(v for v, _ in votes)
         parts = ", ".join(f"{k}×{n}" for k, n in sorted(counts.items()))
+        if self.votes != "members":
+            return f"{self.aggregation} of {len(votes)} votes ({self.votes}) from {len(self.members)} members: {parts}"
         return f"{self.aggregation} of {len(votes)}/{len(self.members)} members: {parts}"
 
     def _failed(
@@ -250,6 +317,8 @@ def create_ensemble_judge(
     aggregation: Aggregation = "majority",
     weights: Sequence[float] | Mapping[str, float] | None = None,
     min_ok: int = 1,
+    votes: Votes = "members",
+    missing: Missing = "ignore",
     name: str | None = None,
 ) -> EnsembleJudge:
     """A jury over ``members``. ``weights`` may be a list in member order or a
@@ -258,10 +327,12 @@ def create_ensemble_judge(
         unknown = set(weights) - {judge_name(m) for m in members}
         if unknown:
             raise ValueError(f"weights name unknown members: {sorted(unknown)}")
-        missing = [judge_name(m) for m in members if judge_name(m) not in weights]
-        if missing:
-            raise ValueError(f"weights has no entry for members {missing}")
+        absent = [judge_name(m) for m in members if judge_name(m) not in weights]
+        if absent:
+            raise ValueError(f"weights has no entry for members {absent}")
         weights = [weights[judge_name(m)] for m in members]
         if aggregation == "majority":
             aggregation = "weighted"
-    return EnsembleJudge(members, aggregation=aggregation, weights=weights, min_ok=min_ok, name=name)
+    return EnsembleJudge(
+        members, aggregation=aggregation, weights=weights, min_ok=min_ok, votes=votes, missing=missing, name=name
+    )
