@@ -75,7 +75,7 @@ async def test_report_with_a_labels_file_shows_corrected_rates(tmp_path: Path, l
     # Recomputed directly from the judge's stored verdicts and the labels file.
     with Store(store) as st:
         rows = list(st.rows(run))
-    verdicts = {r.item_id: r.result["winner"] for r in rows if r.result is not None}  # type: ignore[index]
+    verdicts = {str(r.item_id): r.result["winner"] for r in rows if r.result is not None}  # type: ignore[index]
     by_id = read_labels(labels)
     ids = sorted(verdicts)
     expected = ppi_mean(
