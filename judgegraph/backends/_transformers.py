@@ -142,6 +142,11 @@ class TransformersBackend:
         queue = self._queue
         while True:
             batch = [await queue.get()]
+            # Calls already waiting join at once, whatever the clock says: a batch
+            # gathered from calls made together never depends on how fast this
+            # process was scheduled. Only further company is waited for.
+            while len(batch) < self.max_batch_size and not queue.empty():
+                batch.append(queue.get_nowait())
             deadline = time.perf_counter() + self.batch_wait_s
             while len(batch) < self.max_batch_size:
                 left = deadline - time.perf_counter()

@@ -47,6 +47,7 @@ async def test_score_distribution_matches_the_model_logits(backend: Transformers
         assert result.distribution.get(d, 0.0) == pytest.approx(p, abs=0.02)
 
 
+@pytest.mark.timing  # gathers concurrent calls into batches
 async def test_concurrent_calls_are_batched(backend: TransformersBackend) -> None:
     before = backend.batches_run
     requests = [
@@ -73,6 +74,7 @@ def _ask(content: str) -> GenerateRequest:
     return GenerateRequest(messages=(Message(role="user", content=content),), max_tokens=6)
 
 
+@pytest.mark.timing  # gathers concurrent calls into one batch
 async def test_batched_output_equals_single_output(unsplit: TransformersBackend) -> None:
     # Left padding in a batch must not change greedy outputs.
     req, long = _ask("short"), _ask("a much longer prompt " * 8)
@@ -83,6 +85,7 @@ async def test_batched_output_equals_single_output(unsplit: TransformersBackend)
     assert together[0].text == alone.text
 
 
+@pytest.mark.timing  # gathers concurrent calls into one batch
 async def test_mixed_lengths_run_as_separate_calls_in_request_order(split: TransformersBackend) -> None:
     reqs = [_ask("short"), _ask("a much longer prompt " * 8), _ask("tiny"), _ask("a much longer prompt " * 8 + "!")]
     alone = [await split.generate(r) for r in reqs]
