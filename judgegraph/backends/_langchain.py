@@ -12,10 +12,14 @@ prompt, model name and token usage as a child LLM run of the judge.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import functools
 import json
+import threading
 import weakref
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
@@ -30,6 +34,7 @@ from ._protocol import Backend, BackendError, Capabilities, GenerateRequest, Gen
 from ._reasoning import is_reasoning_model
 from ._retry import Retryable, awith_retries, parse_retry_after
 from ._secrets import Secrets, clean_url
+from ._sync import in_sync_call
 
 __all__ = ["CHAT_MODEL_FIELDS_EXCLUDED", "ChatModelBackend", "as_backend"]
 
@@ -224,6 +229,12 @@ class ChatModelBackend:
 
     async def _once(self, runnable: Runnable[Any, Any], messages: list[BaseMessage], kwargs: dict[str, Any]) -> Any:
         try:
+            if in_sync_call():
+                # A sync call runs on judgegraph's shared loop. The model's async
+                # HTTP client binds to the first loop that uses it, and the app's
+                # own loop (a notebook's, asyncio.run's) uses it too; so sync
+                # calls take the model's sync API, which binds to no loop.
+                return await _in_thread(functools.partial(runnable.invoke, messages, **kwargs))
             return await runnable.ainvoke(messages, **kwargs)
         except Exception as exc:
             raise _classify(exc, self.model) from None
@@ -253,6 +264,24 @@ class ChatModelBackend:
 
 
 # ---------------------------------------------------------------- helpers
+
+# Threads for sync calls' model calls: as many as a sync batch runs at once,
+# not the loop's default pool (cpu count + 4). A timed-out attempt's thread
+# finishes in the background, bounded by the model's own request timeout.
+_POOL_THREADS = 64
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+async def _in_thread(call: Callable[[], Any]) -> Any:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(_POOL_THREADS, thread_name_prefix="judgegraph-chat-model")
+    # The run (and tracer) context travels along, as with asyncio.to_thread.
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(_pool, context.run, call)
+
 
 _wrapped: dict[int, ChatModelBackend] = {}
 

@@ -13,11 +13,12 @@ import atexit
 import threading
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-__all__ = ["portal_thread", "run_sync"]
+__all__ = ["in_sync_call", "portal_thread", "run_sync"]
 
 T = TypeVar("T")
 
@@ -25,6 +26,8 @@ _lock = threading.Lock()
 _portal: BlockingPortal | None = None
 _cm: AbstractContextManager[BlockingPortal] | None = None
 _thread: threading.Thread | None = None
+# Set inside each run_sync call's own task (and so in every task it starts), never in its caller.
+_sync_call: ContextVar[bool] = ContextVar("judgegraph_sync_call", default=False)
 
 
 def _get_portal() -> BlockingPortal:
@@ -61,7 +64,18 @@ def portal_thread() -> threading.Thread | None:
     return _thread
 
 
+def in_sync_call() -> bool:
+    """Whether the running async code was started by a sync caller through
+    :func:`run_sync`, i.e. runs on a loop of ours rather than the app's.
+
+    Something bound to the running loop (an SDK's async HTTP client) must not
+    be created here if the app's own loop uses it too: it would be bound to ours.
+    """
+    return _sync_call.get()
+
+
 async def _await(aw: Awaitable[T]) -> T:
+    _sync_call.set(True)
     return await aw
 
 
