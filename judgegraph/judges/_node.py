@@ -5,20 +5,40 @@ graph's runtime context (never from state), and writes the result under
 ``output_key``. It also emits the result on the ``custom`` stream so verdicts
 can be shown as they complete. When anyone traces, the judge is a chain run
 under the node and each model call an LLM run under the judge.
+
+Every node judgegraph builds (these, and the prebuilt graphs') is an async
+function made a node by :func:`graph_node`, so it runs under ``invoke`` as
+well as ``ainvoke``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 
-from ._base import Judge, JudgeInputError, context_from_config
+from ._base import Judge, JudgeInputError, context_from_config, run_sync
 from ._tracing import tracing_active
 
-__all__ = ["create_batch_judge_node", "create_judge_node"]
+try:
+    # LangGraph makes a plain async function a RunnableCallable(None, afunc):
+    # no sync path, so graph.invoke fails ("No synchronous function provided").
+    # A node with both paths is a RunnableCallable(func, afunc), and no public
+    # LangGraph API builds one with LangGraph's own injection of config, runtime,
+    # writer... by signature. So this is the one place judgegraph imports it;
+    # tests/judges/test_sync_nodes.py checks that add_node still builds async
+    # nodes from this very class, so an upgrade that moves or replaces it fails there.
+    from langgraph._internal._runnable import RunnableCallable
+except ImportError as exc:  # pragma: no cover - only with a LangGraph that moved it
+    raise ImportError(
+        "judgegraph's graph nodes are LangGraph RunnableCallables (langgraph._internal._runnable), "
+        "which this LangGraph version no longer has; install the LangGraph version judgegraph supports"
+    ) from exc
+
+__all__ = ["create_batch_judge_node", "create_judge_node", "graph_node"]
 
 InputMap = Mapping[str, str] | Callable[[Any], Any] | None
 
@@ -50,13 +70,44 @@ def _context(runtime: Any, config: RunnableConfig | None) -> Any:
     return ctx if ctx is not None else context_from_config(config)
 
 
+class _Node(RunnableCallable):
+    """A node with LangGraph's async path for ``afunc`` unchanged, and a sync
+    path that runs ``afunc`` on judgegraph's shared loop; calling it calls ``afunc``."""
+
+    def __init__(self, afunc: Callable[..., Awaitable[Any]]) -> None:
+        @functools.wraps(afunc)  # the same signature, so LangGraph injects the same arguments
+        def blocking(*args: Any, **kwargs: Any) -> Any:
+            return run_sync(afunc(*args, **kwargs))
+
+        # trace=False as add_node's own: the node's run is LangGraph's, not a second one.
+        super().__init__(blocking, afunc, name=afunc.__name__, trace=False)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Awaitable[Any]:
+        assert self.afunc is not None
+        return self.afunc(*args, **kwargs)
+
+
+def graph_node(afunc: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    """The async node function ``afunc`` as a LangGraph node that runs under
+    ``graph.invoke`` as well as ``graph.ainvoke``.
+
+    ``ainvoke`` runs ``afunc`` exactly as LangGraph runs any async node;
+    ``invoke`` runs it to completion on judgegraph's shared event loop (so it
+    works inside a running loop too, e.g. a notebook cell). LangGraph injects
+    ``config``, ``runtime`` and the rest by ``afunc``'s signature either way.
+    The node is still ``afunc`` when called directly.
+    """
+    return _Node(afunc)
+
+
 def create_judge_node(
     judge: Judge[Any, Any],
     *,
     inputs: InputMap = None,
     output_key: str = "verdict",
 ) -> Callable[..., Any]:
-    """An async node: ``graph.add_node("judge", create_judge_node(judge, ...))``.
+    """A node: ``graph.add_node("judge", create_judge_node(judge, ...))``,
+    for ``invoke`` and ``ainvoke`` alike.
 
     ``inputs`` maps judge input fields to state keys (``{"response":
     "answer"}``), or is a function of the state; by default fields are read
@@ -76,7 +127,7 @@ def create_judge_node(
         return {output_key: result}
 
     judge_node.__name__ = f"{judge.name}_node"
-    return judge_node
+    return graph_node(judge_node)
 
 
 def create_batch_judge_node(
@@ -100,4 +151,4 @@ def create_batch_judge_node(
         return {output_key: results}
 
     batch_judge_node.__name__ = f"{judge.name}_batch_node"
-    return batch_judge_node
+    return graph_node(batch_judge_node)

@@ -98,7 +98,10 @@ async def test_classifier_judge_verdicts(
     # Swapping the input swaps the verdict, with the same confidence.
     flipped = await judge.ajudge(item.swapped())
     assert flipped.winner == {"A": "B", "B": "A"}[str(verdict.winner)]
-    assert flipped.confidence == pytest.approx(verdict.confidence)
+    # The same two texts embedded in the other order within the batch: float32 results may
+    # differ in the last bits (issue 30 saw 2.4e-5 in a probe's probability across batch
+    # compositions on AVX-512); 1e-3 leaves 40x that.
+    assert flipped.confidence == pytest.approx(verdict.confidence, abs=1e-3)
 
     # One order only.
     single = await ClassifierJudge(probe, swap=SwapPolicy(mode="single")).ajudge(item)

@@ -82,11 +82,14 @@ async def test_the_head_is_loaded_from_its_folder_and_batches_many_items(head: S
     assert isinstance(out[1], JudgeInputError) and "instruction" in str(out[1])
     assert isinstance(out[3], JudgeInputError) and "training scale (1, 5)" in str(out[3])
     single = await judge.ajudge(items[0])
-    assert single.expected_score == pytest.approx(out[0].expected_score)  # type: ignore[union-attr]
+    # Alone vs. in a padded batch of two: two float32 paths through the encoder, which differ in
+    # the last bits (issue 30 saw 2.4e-5 in a probe's probability across batch compositions on
+    # AVX-512); 1e-3 on a 1-5 scale leaves 40x that, and a wrong item (another score) is far off.
+    assert single.expected_score == pytest.approx(out[0].expected_score, abs=1e-3)  # type: ignore[union-attr]
     # And as a LangGraph node, like any judge.
     node = create_judge_node(judge)
     state = await node({"instruction": BAD["instruction"], "response": BAD["answer"]}, {})
-    assert state["verdict"].expected_score == pytest.approx(out[2].expected_score)  # type: ignore[union-attr]
+    assert state["verdict"].expected_score == pytest.approx(out[2].expected_score, abs=1e-3)  # type: ignore[union-attr]
 
 
 async def test_a_failing_head_is_an_error_verdict_and_the_guardrail_policy_decides(head: SequenceClassifier) -> None:
