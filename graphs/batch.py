@@ -34,7 +34,7 @@ from langgraph.types import CachePolicy, Checkpointer, Send
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
-from judgegraph.judges import JudgeInputError
+from judgegraph.judges import JudgeInputError, graph_node
 from judgegraph.types import Status
 
 from ._context import CONTEXT_JUDGE, JudgeContext, JudgeSpec, check_spec, emit, lookup_judge
@@ -131,10 +131,10 @@ def create_batch_graph(
     builder = StateGraph(
         BatchState, context_schema=context_schema, input_schema=BatchGraphInput, output_schema=BatchGraphOutput
     )
-    builder.add_node("plan", plan)
+    builder.add_node("plan", graph_node(plan))
     # The ignore: langgraph's stubs reject any TypedDict input_schema; it works at run time.
-    builder.add_node("judge_item", judge_item, input_schema=_ItemTask, cache_policy=cache_policy)  # type: ignore[arg-type]
-    builder.add_node("collect", collect)
+    builder.add_node("judge_item", graph_node(judge_item), input_schema=_ItemTask, cache_policy=cache_policy)  # type: ignore[arg-type]
+    builder.add_node("collect", graph_node(collect))
     builder.add_edge(START, "plan")
     builder.add_conditional_edges("plan", fan_out, ["judge_item", "collect"])
     builder.add_edge("judge_item", "collect")

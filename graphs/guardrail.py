@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
 from judgegraph import JudgeInputError
-from judgegraph.judges import FromContext, coerce_input
+from judgegraph.judges import FromContext, coerce_input, graph_node
 from judgegraph.types import PointwiseInput, Rubric, Status
 
 from ._context import (
@@ -244,7 +244,7 @@ def create_guardrail_graph(
         input_schema=GuardrailGraphInput,
         output_schema=GuardrailGraphOutput,
     )
-    builder.add_node("judge", judge_answer, cache_policy=cache_policy)
+    builder.add_node("judge", graph_node(judge_answer), cache_policy=cache_policy)
     builder.add_edge(START, "judge")
     if reviser is not None:
         builder.add_node("reviser", reviser)

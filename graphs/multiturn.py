@@ -33,7 +33,7 @@ from langgraph.types import CachePolicy, Checkpointer, Send
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
-from judgegraph.judges import FromContext, coerce_input, worst
+from judgegraph.judges import FromContext, coerce_input, graph_node, worst
 from judgegraph.types import ConversationInput, Message, PointwiseScore, Rubric, Status
 
 from ._context import JudgeContext, JudgeSpec, check_spec, emit, lookup_judge
@@ -212,11 +212,11 @@ def create_multiturn_graph(
         input_schema=MultiTurnGraphInput,
         output_schema=MultiTurnGraphOutput,
     )
-    builder.add_node("prepare", prepare)
+    builder.add_node("prepare", graph_node(prepare))
     # The ignore: langgraph's stubs reject any TypedDict input_schema; it works at run time.
-    builder.add_node("judge_turn", turn, input_schema=_TurnTask, cache_policy=cache_policy)  # type: ignore[arg-type]
-    builder.add_node("judge_conversation", whole, input_schema=_WholeTask, cache_policy=cache_policy)  # type: ignore[arg-type]
-    builder.add_node("aggregate", aggregate)
+    builder.add_node("judge_turn", graph_node(turn), input_schema=_TurnTask, cache_policy=cache_policy)  # type: ignore[arg-type]
+    builder.add_node("judge_conversation", graph_node(whole), input_schema=_WholeTask, cache_policy=cache_policy)  # type: ignore[arg-type]
+    builder.add_node("aggregate", graph_node(aggregate))
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", fan_out, ["judge_turn", "judge_conversation"])
     builder.add_edge("judge_turn", "aggregate")

@@ -22,7 +22,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import CachePolicy, Checkpointer, Send
 from typing_extensions import TypedDict
 
-from judgegraph.judges import PairwiseJudge, coerce_input
+from judgegraph.judges import PairwiseJudge, coerce_input, graph_node
 from judgegraph.rules import ORDER_LABELS, combine_orders, combine_provenance, flip_verdict
 from judgegraph.types import PairwiseInput, PairwiseVerdict, Rubric, SwapPolicy, worst_status
 
@@ -112,10 +112,10 @@ def create_pairwise_graph(
     builder = StateGraph(
         PairwiseState, context_schema=context_schema, input_schema=PairwiseGraphInput, output_schema=PairwiseGraphOutput
     )
-    builder.add_node("prepare", prepare)
+    builder.add_node("prepare", graph_node(prepare))
     # The ignore: langgraph's stubs reject any TypedDict input_schema; it works at run time.
-    builder.add_node("judge_order", order, input_schema=_OrderTask, cache_policy=cache_policy)  # type: ignore[arg-type]
-    builder.add_node("aggregate", aggregate)
+    builder.add_node("judge_order", graph_node(order), input_schema=_OrderTask, cache_policy=cache_policy)  # type: ignore[arg-type]
+    builder.add_node("aggregate", graph_node(aggregate))
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", fan_out, ["judge_order"])
     builder.add_edge("judge_order", "aggregate")

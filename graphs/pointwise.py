@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import CachePolicy, Checkpointer
 from typing_extensions import TypedDict
 
-from judgegraph.judges import coerce_input
+from judgegraph.judges import coerce_input, graph_node
 from judgegraph.types import PointwiseInput, PointwiseScore, Rubric
 
 from ._context import CONTEXT_JUDGE, JudgeContext, JudgeSpec, check_spec, emit, lookup_judge
@@ -73,7 +73,7 @@ def create_pointwise_graph(
         input_schema=PointwiseGraphInput,
         output_schema=PointwiseGraphOutput,
     )
-    builder.add_node("score", score, cache_policy=cache_policy)
+    builder.add_node("score", graph_node(score), cache_policy=cache_policy)
     builder.add_edge(START, "score")
     builder.add_edge("score", END)
     return builder.compile(checkpointer=checkpointer, cache=cache, name=name)

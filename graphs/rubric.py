@@ -20,7 +20,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import CachePolicy, Checkpointer, Send
 from typing_extensions import TypedDict
 
-from judgegraph.judges import JudgeInputError, coerce_input
+from judgegraph.judges import JudgeInputError, coerce_input, graph_node
 from judgegraph.rules import aggregate_rubric, combine_provenance, validate_criteria
 from judgegraph.types import Criterion, PointwiseInput, PointwiseScore, RubricResult, worst_status
 
@@ -103,10 +103,10 @@ def create_rubric_graph(
     builder = StateGraph(
         RubricState, context_schema=context_schema, input_schema=RubricGraphInput, output_schema=RubricGraphOutput
     )
-    builder.add_node("prepare", prepare)
+    builder.add_node("prepare", graph_node(prepare))
     # The ignore: langgraph's stubs reject any TypedDict input_schema; it works at run time.
-    builder.add_node("judge_criterion", criterion, input_schema=_CriterionTask, cache_policy=cache_policy)  # type: ignore[arg-type]
-    builder.add_node("aggregate", aggregate)
+    builder.add_node("judge_criterion", graph_node(criterion), input_schema=_CriterionTask, cache_policy=cache_policy)  # type: ignore[arg-type]
+    builder.add_node("aggregate", graph_node(aggregate))
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", fan_out, ["judge_criterion"])
     builder.add_edge("judge_criterion", "aggregate")

@@ -43,7 +43,7 @@ from ._composite import (
 )
 from ._ensemble import Aggregation, EnsembleJudge, create_ensemble_judge
 from ._model import ModelJudge, Outcome
-from ._node import create_batch_judge_node, create_judge_node
+from ._node import create_batch_judge_node, create_judge_node, graph_node
 from ._pairwise import PairwiseJudge, create_pairwise_judge
 from ._pointwise import MultiTurnJudge, PointwiseJudge, create_multiturn_judge, create_pointwise_judge
 from ._replay import (
@@ -117,6 +117,7 @@ __all__ = [
     "find_in_context",
     "from_context",
     "get_template",
+    "graph_node",
     "item_key",
     "judge_name",
     "latency_of",

@@ -96,6 +96,22 @@ async def test_a_judge_in_a_graph_node_is_a_run_under_the_node() -> None:
             assert tracer.parent(judge_run).name == "grade"
 
 
+def test_under_a_sync_graph_invoke_too() -> None:
+    """The sync path runs the node on judgegraph's loop, and a chat model's
+    call in a worker thread: the runs still nest under the node."""
+    with LoopbackServer(lambda req: REPLY) as server:
+        for backend in backends(server):
+            graph = StateGraph(dict)
+            graph.add_node("grade", create_judge_node(PointwiseJudge(backend, name="quality")))
+            graph.add_edge(START, "grade")
+            tracer = Collector()
+            assert graph.compile().invoke(dict(ITEM), config={"callbacks": [tracer]})["verdict"].ok
+            (llm,) = tracer.by_type("llm")
+            judge_run = tracer.parent(llm)
+            assert judge_run.name == "quality" and tracer.parent(judge_run).name == "grade"
+            check_llm_run(llm, provider="openai")
+
+
 async def test_astream_events_shows_the_model_call() -> None:
     with LoopbackServer(lambda req: REPLY) as server:
         judge = PointwiseJudge(OpenAIBackend("gpt-4.1-mini", base_url=server.url + "/v1", api_key="sk-test"))
