@@ -10,7 +10,7 @@ by the transcript renderer multi-turn judges use. Two runs to compare come as
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from judgegraph._messages import last_exchange, message_text
@@ -18,7 +18,7 @@ from judgegraph.types import Message, PairwiseInput, PointwiseInput
 
 from ._transcript import render_transcript
 
-__all__ = ["from_chat_state"]
+__all__ = ["from_chat_state", "state_chat_key"]
 
 
 def _instruction(request: str, earlier: list[dict[str, Any]]) -> str:
@@ -28,12 +28,22 @@ def _instruction(request: str, earlier: list[dict[str, Any]]) -> str:
     return f"(The conversation so far)\n\n{transcript}\n\n(The request to answer)\n\n{request}"
 
 
+def state_chat_key(model: type[Any], given: Collection[str]) -> str | None:
+    """The key a chat comes under for ``model`` when the fields ``given`` do
+    not already hold the answer: ``messages`` for a pointwise input without a
+    ``response`` (an answer given directly wins); else None."""
+    if model is PointwiseInput and "response" not in given:
+        return "messages"
+    return None
+
+
 def _pointwise(value: Any) -> Any:
     if isinstance(value, Mapping):
-        if "response" in value or "messages" not in value:
+        key = state_chat_key(PointwiseInput, value)
+        if key is None or key not in value:
             return value
-        rest = {k: v for k, v in value.items() if k != "messages"}
-        source = value["messages"]
+        rest = {k: v for k, v in value.items() if k != key}
+        source = value[key]
     elif isinstance(value, list | tuple) and value:
         rest, source = {}, value  # a bare message list
     else:

@@ -21,6 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 
 from ._base import Judge, JudgeInputError, context_from_config, run_sync
+from ._from_messages import state_chat_key
 from ._tracing import tracing_active
 
 try:
@@ -58,10 +59,16 @@ def _extract(state: Any, inputs: InputMap, model: type[BaseModel]) -> Any:
         return inputs(state)
     if inputs is None:
         # Same names in state as in the judge input; optional fields may be absent.
-        fields = model.model_fields
-        if isinstance(state, Mapping):
-            return {k: state[k] for k in fields if k in state and state[k] is not None}
-        return {k: getattr(state, k) for k in fields if getattr(state, k, None) is not None}
+        def present(k: str) -> bool:
+            found = state.get(k) if isinstance(state, Mapping) else getattr(state, k, None)
+            return found is not None
+
+        value = {k: _get(state, k) for k in model.model_fields if present(k)}
+        # A MessagesState app's chat, for a judge that takes one (as ajudge({"messages": ...}) does).
+        chat = state_chat_key(model, value)
+        if chat is not None and present(chat):
+            value[chat] = _get(state, chat)
+        return value
     return {field: _get(state, key) for field, key in inputs.items()}
 
 
@@ -111,7 +118,9 @@ def create_judge_node(
 
     ``inputs`` maps judge input fields to state keys (``{"response":
     "answer"}``), or is a function of the state; by default fields are read
-    from state keys of the same name.
+    from state keys of the same name, and a judge that takes a chat (a
+    pointwise judge) reads a ``MessagesState``'s ``messages`` when the state
+    has no ``response``.
     """
 
     async def judge_node(state: Any, config: RunnableConfig, runtime: Any = None) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Judge nodes under ``graph.invoke`` as well as ``graph.ainvoke``."""
+"""Judge nodes under ``graph.invoke`` as well as ``graph.ainvoke``, and a
+MessagesState app's chat read by default."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 
 from judgegraph import PointwiseJudge, PointwiseScore, ScriptedBackend, create_judge_node
 from judgegraph.backends import GenerateRequest
@@ -110,3 +113,42 @@ async def test_graph_node_keeps_the_signature_and_is_still_the_async_function() 
     assert app.invoke({"x": 2})["seen"] == (2, True, True)
     assert (await app.ainvoke({"x": 3}))["seen"] == (3, True, True)
     assert (await asyncio.to_thread(app.invoke, {"x": 4}))["seen"] == (4, True, True)
+
+
+# ---------------------------------------------------------------- MessagesState
+
+CHAT = [HumanMessage("What is 17 + 25?"), AIMessage("17 + 25 = 42.")]
+
+
+def chat_app(judge: PointwiseJudge) -> Any:
+    class State(MessagesState, total=False):
+        instruction: str
+        response: str
+        verdict: PointwiseScore
+
+    g: StateGraph[State, None, State, State] = StateGraph(State)
+    g.add_node("judge", create_judge_node(judge))  # default inputs
+    g.add_edge(START, "judge")
+    return g.compile()
+
+
+async def test_a_messages_state_node_reads_the_chat_by_default() -> None:
+    backend = ScriptedBackend(lambda req: "Right sum. [RESULT] 5")
+    app = chat_app(PointwiseJudge(backend, structured=False))
+    out = await app.ainvoke({"messages": CHAT})
+    assert out["verdict"].score == 5
+    prompt = backend.calls[-1].messages[-1].content
+    assert "17 + 25 = 42." in prompt and "What is 17 + 25?" in prompt
+    assert app.invoke({"messages": CHAT})["verdict"].score == 5
+    # An answer in the state's own fields wins over the chat, as in ajudge().
+    await app.ainvoke({"messages": CHAT, "instruction": "What is 20 + 21?", "response": "It is 41."})
+    prompt = backend.calls[-1].messages[-1].content
+    assert "It is 41." in prompt and "17 + 25" not in prompt
+
+
+async def test_the_chat_is_still_checked_by_name() -> None:
+    from judgegraph import JudgeInputError
+
+    app = chat_app(PointwiseJudge(ScriptedBackend(lambda req: "[RESULT] 5")))
+    with pytest.raises(JudgeInputError, match="the last message is a user message"):
+        await app.ainvoke({"messages": CHAT[:1]})
