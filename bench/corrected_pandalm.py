@@ -49,14 +49,18 @@ def main() -> None:
     n_lab = round(args.fraction * n_items)
     judge = [bool(v) for v in f]
 
-    def draw(seed: int) -> tuple[CorrectedEstimate, CorrectedEstimate]:
+    def draw(seed: int) -> tuple[CorrectedEstimate, CorrectedEstimate, CorrectedEstimate]:
         rng = np.random.default_rng(seed)
         lab = np.zeros(n_items, dtype=bool)
         lab[rng.choice(n_items, n_lab, replace=False)] = True
         human = [bool(v) if m else None for v, m in zip(y, lab, strict=True)]
-        return ppi_mean(judge, human, name="answer1_wins"), rogan_gladen(judge, human, seed=seed)
+        return (
+            ppi_mean(judge, human, name="answer1_wins"),
+            ppi_mean(judge, human, name="answer1_wins", power_tuning=True),
+            rogan_gladen(judge, human, seed=seed),
+        )
 
-    ppi0, rg0 = draw(0)
+    ppi0, tuned0, rg0 = draw(0)
     naive = ppi0.naive
     assert naive.interval is not None
 
@@ -79,7 +83,8 @@ def main() -> None:
         f"gpt-3.5-turbo verdicts on every item (says answer 1 on {int(f.sum())}; a tie, answer 2 or an "
         f"unparseable output counts as not answer 1); it matches the humans on this yes/no question on "
         f"{_pct(agree)} of items. Human labels on a random {_pct(args.fraction)} ({n_lab} items). "
-        "Intervals at 95%: naive and human-only Wilson; PPI prediction-powered CLT (`ppi_mean`); Rogan–Gladen "
+        "Intervals at 95%: naive and human-only Wilson; PPI prediction-powered CLT (`ppi_mean`; PPI++ with "
+        "`power_tuning=True`); Rogan–Gladen "
         "percentile bootstrap over both samples (`rogan_gladen`, 2,000 resamples).",
         "",
         "## One draw (seed 0)",
@@ -89,6 +94,12 @@ def main() -> None:
         row("naive (judge on all items)", float(naive), naive.interval.low, naive.interval.high),
         row(f"human labels only ({n_lab})", float(human), human.interval.low, human.interval.high),
         row("PPI (corrected)", ppi0.estimate, ppi0.interval.low, ppi0.interval.high),
+        row(
+            f"PPI++ (corrected, power-tuned; judge weight {tuned0.judge_weight:.2f})",
+            tuned0.estimate,
+            tuned0.interval.low,
+            tuned0.interval.high,
+        ),
         row("Rogan–Gladen (corrected)", rg0.estimate, rg0.interval.low, rg0.interval.high),
         "",
         f"Rogan–Gladen's judge on the labelled items: sensitivity {_pct(rg0.sensitivity or 0)}, specificity "
@@ -96,13 +107,14 @@ def main() -> None:
         "",
     ]
 
-    stats: dict[str, list[tuple[float, float, float]]] = {"human": [], "ppi": [], "rg": []}
+    stats: dict[str, list[tuple[float, float, float]]] = {"human": [], "ppi": [], "ppi++": [], "rg": []}
     for seed in range(args.repeats):
-        p, r = draw(seed)
+        p, t, r = draw(seed)
         h: MetricResult = p.human_only
         assert h.interval is not None
         stats["human"].append((float(h), h.interval.low, h.interval.high))
         stats["ppi"].append((p.estimate, p.interval.low, p.interval.high))
+        stats["ppi++"].append((t.estimate, t.interval.low, t.interval.high))
         stats["rg"].append((r.estimate, r.interval.low, r.interval.high))
     lines += [
         f"## {args.repeats} random {_pct(args.fraction)} subsets",
@@ -113,7 +125,13 @@ def main() -> None:
         f"(every draw) | {100 * (naive.interval.high - naive.interval.low):.1f} pts "
         f"| {100 * abs(float(naive) - truth):.1f} pts | {100 * abs(float(naive) - truth):.1f} pts |",
     ]
-    for key, name in (("human", "human labels only"), ("ppi", "PPI (corrected)"), ("rg", "Rogan–Gladen (corrected)")):
+    names = {
+        "human": "human labels only",
+        "ppi": "PPI (corrected)",
+        "ppi++": "PPI++ (corrected, power-tuned)",
+        "rg": "Rogan–Gladen (corrected)",
+    }
+    for key, name in names.items():
         a = np.asarray(stats[key])
         cover = float(np.mean((a[:, 1] <= truth) & (truth <= a[:, 2])))
         lines.append(

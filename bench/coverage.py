@@ -8,6 +8,7 @@ Then it asks each interval whether it covers p:
 - naive: Wilson on the judge's pass rate over all N items (what a judged job reports);
 - human only: Wilson on the n labels alone;
 - PPI: ``judgegraph.metrics.ppi_mean`` (prediction-powered, CLT);
+- PPI++: the same with ``power_tuning=True`` (the judge's weight chosen from the data);
 - Rogan–Gladen: ``judgegraph.metrics.rogan_gladen`` (bootstrap over both samples).
 
 Run: ``python bench/coverage.py [--draws 1000] [--items 2000] [--seed 0] [--out bench/results/coverage.md]``
@@ -53,7 +54,13 @@ class Tally:
         return ci.low, ci.high
 
 
-METHODS = ("naive (judge alone)", "human labels only", "PPI (corrected)", "Rogan–Gladen (corrected)")
+METHODS = (
+    "naive (judge alone)",
+    "human labels only",
+    "PPI (corrected)",
+    "PPI++ (corrected, power-tuned)",
+    "Rogan–Gladen (corrected)",
+)
 
 
 def run(n_labelled: int, *, draws: int, items: int, seed: int) -> dict[str, Tally]:
@@ -73,12 +80,14 @@ def run(n_labelled: int, *, draws: int, items: int, seed: int) -> dict[str, Tall
         h = ppi.human_only
         tallies[METHODS[1]].add(h.interval.low, h.interval.high, float(h), p)  # type: ignore[union-attr]
         tallies[METHODS[2]].add(ppi.interval.low, ppi.interval.high, ppi.estimate, p)
+        tuned = ppi_mean(judge, human, power_tuning=True)
+        tallies[METHODS[3]].add(tuned.interval.low, tuned.interval.high, tuned.estimate, p)
         try:
             rg = rogan_gladen(judge, human, seed=d)
         except ValueError:  # no labelled pass or fail, or a judge no better than chance on the sample
-            tallies[METHODS[3]].miss()
+            tallies[METHODS[4]].miss()
         else:
-            tallies[METHODS[3]].add(rg.interval.low, rg.interval.high, rg.estimate, p)
+            tallies[METHODS[4]].add(rg.interval.low, rg.interval.high, rg.estimate, p)
     return tallies
 
 
@@ -93,7 +102,8 @@ def render(results: dict[int, dict[str, Tally]], *, draws: int, items: int, seed
         "erring at those rates; n_labelled items, chosen at random, carry their human label. An interval *covers* "
         "when it contains p. Nominal level 95%. Coverage's own 95% Wilson interval over the draws is in brackets. "
         "Methods: naive = Wilson on the judge's pass rate over all items; human only = Wilson on the labels alone; "
-        "PPI = `judgegraph.metrics.ppi_mean` (prediction-powered, CLT); Rogan–Gladen = "
+        "PPI = `judgegraph.metrics.ppi_mean` (prediction-powered, CLT); PPI++ = the same with `power_tuning=True`; "
+        "Rogan–Gladen = "
         "`judgegraph.metrics.rogan_gladen` (percentile bootstrap over both samples, 2,000 resamples).",
         "",
         "| n_labelled | method | coverage | mean width | mean abs. error | no interval |",

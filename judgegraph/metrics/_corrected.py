@@ -11,6 +11,10 @@ item, two corrections give an unbiased estimate and a valid interval:
   means, so the CLT interval uses ``λ²·var(f)/(N − n) + var(Y − λ·f)/n``. That is ppi-python's
   ``ppi_mean_ci`` with ``lam = λ`` (a test checks it), and it keeps the labelled items' own
   judge verdicts in the judge's mean, so a judge that matches every label returns the naive figure.
+  ``power_tuning=True`` (PPI++, Angelopoulos, Duchi & Zrnic 2023) picks the judge's weight λ from
+  the data to minimise that variance, ``λ = cov(Y, f) / ((1 + n/(N − n))·var(f))`` clipped to
+  [0, 1] (ppi-python's rule), so a weak judge is leaned on less and the interval is never much
+  wider than the labels' own.
 - **Rogan–Gladen** for a binary pass rate: ``p = (q + spec − 1)/(sens + spec − 1)`` with the
   judge's positive rate ``q`` over all items and its sensitivity / specificity on the labelled
   ones, clipped to [0, 1]; the interval is a percentile bootstrap over both samples.
@@ -36,7 +40,7 @@ from ._intervals import DEFAULT_LEVEL, DEFAULT_RESAMPLES, mean_interval
 
 __all__ = ["CorrectedEstimate", "ppi_difference", "ppi_mean", "rogan_gladen"]
 
-Method = Literal["ppi", "rogan_gladen"]
+Method = Literal["ppi", "ppi++", "rogan_gladen"]
 FloatArray = NDArray[np.float64]
 
 
@@ -51,6 +55,9 @@ class CorrectedEstimate(FrozenModel):
     human_only: MetricResult = Field(description="the human labels alone")
     n_items: int
     n_labelled: int
+    judge_weight: float | None = Field(
+        default=None, description="PPI: λ, the weight of the judge's verdicts on the unlabelled items"
+    )
     sensitivity: float | None = Field(default=None, description="Rogan–Gladen: the judge's TPR on labelled items")
     specificity: float | None = Field(default=None, description="Rogan–Gladen: the judge's TNR on labelled items")
 
@@ -97,14 +104,24 @@ def _var(x: FloatArray) -> float:
     return float(np.var(x, ddof=1)) if x.size > 1 else 0.0
 
 
-def _ppi(f: FloatArray, y: FloatArray, mask: NDArray[np.bool_]) -> tuple[float, float]:
-    """Point estimate and standard error (see the module docstring for the decomposition)."""
+def _ppi(f: FloatArray, y: FloatArray, mask: NDArray[np.bool_], *, tuned: bool = False) -> tuple[float, float, float]:
+    """Point estimate, standard error and judge weight λ (see the module docstring):
+    ``θ = λ·mean_unlabelled(f) + mean_labelled(Y − λ·f)``."""
     n_all, n = f.size, int(mask.sum())
-    lam = (n_all - n) / n_all
-    theta = float(f.mean() + (y[mask] - f[mask]).mean())
-    var = lam**2 * _var(f[~mask]) / (n_all - n) if n_all > n else 0.0
-    var += _var(y[mask] - lam * f[mask]) / n
-    return theta, math.sqrt(var)
+    n_unlab = n_all - n
+    fl, yl = f[mask], y[mask]
+    if n_unlab == 0:
+        lam = 0.0  # nothing unlabelled: any judge weight would only add bias; θ is the labels' mean
+    elif tuned:
+        var_f = _var(f)
+        cov = float(np.mean((yl - yl.mean()) * (fl - fl.mean())))
+        lam = 0.0 if var_f == 0 else min(max(cov / ((1 + n / n_unlab) * var_f), 0.0), 1.0)
+    else:
+        lam = n_unlab / n_all  # the same as mean_all(f) + mean_labelled(Y − f)
+    theta = float((lam * f[~mask].mean() if n_unlab else 0.0) + (yl - lam * fl).mean())
+    var = lam**2 * _var(f[~mask]) / n_unlab if n_unlab else 0.0
+    var += _var(yl - lam * fl) / n
+    return theta, math.sqrt(var), lam
 
 
 def _figure(name: str, values: FloatArray, total: int, level: float) -> MetricResult:
@@ -122,7 +139,12 @@ def _clt(theta: float, se: float, z: float, level: float, bounds: tuple[float, f
 
 
 def ppi_mean(
-    judge: Sequence[Any], human: Sequence[Any], *, name: str = "mean", level: float = DEFAULT_LEVEL
+    judge: Sequence[Any],
+    human: Sequence[Any],
+    *,
+    name: str = "mean",
+    level: float = DEFAULT_LEVEL,
+    power_tuning: bool = False,
 ) -> CorrectedEstimate:
     """Prediction-powered estimate of the human mean (a pass rate, a win share, a mean score).
 
@@ -130,15 +152,17 @@ def ppi_mean(
     ``human[i]``: the human value, or None / NaN where item i is unlabelled. The labelled items
     must be a random sample of all items (that is what makes the estimate unbiased). When every
     value lies in [0, 1] the estimate and its interval are clipped to [0, 1].
+    ``power_tuning=True``: PPI++, the judge's weight chosen from the data (see the module docstring).
     """
     z = _z(level)
     f, y, mask = _split(judge, human)
-    theta, se = _ppi(f, y, mask)
+    theta, se, lam = _ppi(f, y, mask, tuned=power_tuning)
     bounds = (0.0, 1.0) if _unit(f, y[mask]) else None
     estimate, interval = _clt(theta, se, z, level, bounds)
     return CorrectedEstimate(
         name=name,
-        method="ppi",
+        method="ppi++" if power_tuning else "ppi",
+        judge_weight=lam,
         estimate=estimate,
         interval=interval,
         naive=_figure(f"{name}_judge", f, f.size, level),
@@ -172,7 +196,7 @@ def ppi_difference(
         if fa.size != fb.size or not np.array_equal(ma, mb):
             raise ValueError("paired=True needs both sides on the same items, labelled on the same items")
         f, y = fa - fb, ya - yb
-        theta, se = _ppi(f, y, ma)
+        theta, se, _ = _ppi(f, y, ma)
         bounds = (-1.0, 1.0) if _unit(fa, fb, ya[ma], yb[ma]) else None
         estimate, interval = _clt(theta, se, z, level, bounds)
         naive = _figure(f"{name}_judge", f, f.size, level)
@@ -181,8 +205,8 @@ def ppi_difference(
     else:
         fa, ya, ma = _split(judge_a, human_a)
         fb, yb, mb = _split(judge_b, human_b)
-        theta_a, se_a = _ppi(fa, ya, ma)
-        theta_b, se_b = _ppi(fb, yb, mb)
+        theta_a, se_a, _ = _ppi(fa, ya, ma)
+        theta_b, se_b, _ = _ppi(fb, yb, mb)
         bounds = (-1.0, 1.0) if _unit(fa, fb, ya[ma], yb[mb]) else None
         estimate, interval = _clt(theta_a - theta_b, math.hypot(se_a, se_b), z, level, bounds)
         naive = _difference_figure(f"{name}_judge", fa, fb, z, level)

@@ -4,6 +4,8 @@ checked against their closed forms, ppi-python's recorded output, and properties
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -101,6 +103,51 @@ def test_ppi_matches_ppi_python() -> None:
     # ppi-python's standard deviations use ddof=0, ours ddof=1; the half-widths differ by at most
     # sqrt(n/(n−1)) − 1 ≈ 0.34% at n = 150: a relative tolerance of 0.5%.
     assert r.interval.high - r.estimate == pytest.approx((high - low) / 2, rel=5e-3)
+
+
+# ppi-python 0.2.3 with its power tuning (lam=None, PPI++), on the same world and on a weak judge
+# (agrees with the humans on 55% of 2,000 items, 200 labelled; see _weak_world).
+PPI_PY_TUNED = (0.23945720391374392, 0.3553744383542278)
+PPI_PY_TUNED_WEAK = (0.3590902864793053, 0.4947964263751672)
+
+
+def _weak_world() -> tuple[list[float], list[float | None]]:
+    rng = np.random.default_rng(5)
+    y = (rng.random(2000) < 0.4).astype(float)
+    f = np.where(rng.random(2000) < 0.55, y, 1 - y)
+    lab = np.zeros(2000, dtype=bool)
+    lab[rng.choice(2000, 200, replace=False)] = True
+    return [float(v) for v in f], [float(v) if m else None for v, m in zip(y, lab, strict=True)]
+
+
+def test_power_tuning_matches_ppi_python() -> None:
+    judge, human, _ = _world(1000, 150, p=0.3, sens=0.9, spec=0.8, seed=1)
+    worlds: list[tuple[tuple[Sequence[Any], Sequence[Any]], tuple[float, float], int]] = [
+        ((judge, human), PPI_PY_TUNED, 150),
+        (_weak_world(), PPI_PY_TUNED_WEAK, 200),
+    ]
+    for (j, h), (low, high), n in worlds:
+        r = ppi_mean(j, h, power_tuning=True)
+        assert r.method == "ppi++" and r.judge_weight is not None and 0 <= r.judge_weight <= 1
+        # Same λ rule and estimator: the point agrees to float rounding; the half-width to the
+        # ddof difference, at most sqrt(n/(n−1)) − 1 (0.34% at n = 150).
+        assert r.estimate == pytest.approx((low + high) / 2, abs=1e-12)
+        assert r.interval.high - r.estimate == pytest.approx((high - low) / 2, rel=1 / (n - 1))
+    weak = ppi_mean(*_weak_world(), power_tuning=True)
+    plain = ppi_mean(*_weak_world())
+    # A weak judge gets little weight, and tuning narrows the interval toward the labels' own.
+    assert weak.judge_weight is not None and weak.judge_weight < 0.3
+    assert weak.interval.high - weak.interval.low < plain.interval.high - plain.interval.low
+
+
+@given(worlds)
+def test_power_tuning_interval_holds_its_estimate(world: tuple[list[float], list[float], list[bool]]) -> None:
+    judge, truth, labelled = world
+    human = [y if m else None for y, m in zip(truth, labelled, strict=True)]
+    r = ppi_mean(judge, human, power_tuning=True)
+    assert r.interval.low <= r.estimate <= r.interval.high
+    if all(labelled):  # nothing unlabelled: the judge has no say
+        assert r.judge_weight == 0.0
 
 
 def test_ppi_against_ppi_python_live() -> None:
