@@ -152,7 +152,9 @@ def ppi_mean(
     ``human[i]``: the human value, or None / NaN where item i is unlabelled. The labelled items
     must be a random sample of all items (that is what makes the estimate unbiased). When every
     value lies in [0, 1] the estimate and its interval are clipped to [0, 1].
-    ``power_tuning=True``: PPI++, the judge's weight chosen from the data (see the module docstring).
+    ``power_tuning=True``: PPI++, the judge's weight chosen from the data (see the module docstring);
+    narrower, but the weight is estimated from the same labels, and with 100 labels its 95% interval
+    covered the truth in 93.5% of simulated draws against the default's 94.6% (``bench/coverage.py``).
     """
     z = _z(level)
     f, y, mask = _split(judge, human)
