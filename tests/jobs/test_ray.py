@@ -16,6 +16,10 @@ import pytest
 from judgegraph.jobs import BackendConfig, JobSpec, JudgeConfig, Limits, SourceConfig, Store, arun_spec
 from judgegraph.testing import LoopbackRequest, Reply
 
+# Starts a local Ray cluster (worker processes), and two actors race for repeated inputs
+# (the claims actor decides, so the counts below are the protocol's, not the race's).
+pytestmark = pytest.mark.timing
+
 pytest.importorskip("ray")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
