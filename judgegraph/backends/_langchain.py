@@ -252,7 +252,11 @@ class ChatModelBackend:
         return _to_result(out, attempts, latency, self.model)
 
     async def aclose(self) -> None:
-        """Close the model's async HTTP client where it exposes one."""
+        """Close the model's HTTP clients where it exposes them: the sync one
+        (sync calls use it) and the async one."""
+        client = getattr(self.chat_model, "root_client", None)
+        if client is not None and hasattr(client, "close"):
+            client.close()
         client = getattr(self.chat_model, "root_async_client", None)
         if client is not None and hasattr(client, "close"):
             await client.close()

@@ -11,6 +11,7 @@ import pytest
 from langgraph.graph import START, StateGraph
 
 from judgegraph import PointwiseJudge, create_judge_node
+from judgegraph.backends import ChatModelBackend
 from judgegraph.testing import LoopbackServer, Reply
 from judgegraph.types import Status
 
@@ -64,3 +65,13 @@ async def test_sync_calls_inside_a_running_loop_mix_with_awaited_ones() -> None:
         verdicts = [graph.invoke(dict(ITEM))["verdict"], (await graph.ainvoke(dict(ITEM)))["verdict"]]
         assert statuses(*verdicts) == [(Status.OK, None)] * 2
         assert server.calls["/v1/chat/completions"] == 6
+
+
+def test_close_closes_the_client_sync_calls_used() -> None:
+    with LoopbackServer(lambda req: GOOD) as server:
+        model = langchain_openai.ChatOpenAI(model="gpt-4o-mini", api_key="sk-test", base_url=server.url + "/v1")
+        backend = ChatModelBackend(model)
+        assert PointwiseJudge(backend).judge(ITEM).ok
+        backend.close()
+    clients = [backend.chat_model.root_client, backend.chat_model.root_async_client]  # type: ignore[attr-defined]
+    assert [c.is_closed() for c in clients] == [True, True]
