@@ -1,29 +1,51 @@
-"""Every Python snippet in the README runs, so the docs cannot rot.
+"""The README is short, opens with a judge of one answer, and every Python
+snippet in it runs, so it cannot rot.
 
 Snippets that talk to OpenAI run against a loopback server speaking its
-protocol (OPENAI_BASE_URL), with a scripted verdict.
+protocol (OPENAI_BASE_URL), with a scripted verdict (tests/_snippets.py).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-from judgegraph.testing import LoopbackRequest, LoopbackServer, Reply
+from _snippets import RATIONALE, blocks, run_block
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-_BLOCK = re.compile(r"(<!-- readme-test: skip[^>]*-->\s*)?```python\n(.*?)```", re.S)
 
 
 def snippets() -> list[tuple[int, str]]:
-    found = [(i, m.group(2)) for i, m in enumerate(_BLOCK.finditer(README.read_text())) if not m.group(1)]
+    found = blocks(README)
     assert found, "README has no runnable python snippets"
     return found
+
+
+def test_readme_is_short() -> None:
+    assert len(README.read_bytes()) <= 8 * 1024, "the README is a front page; put the detail in docs/"
+
+
+def test_readme_first_python_block_judges_one_answer(tmp_path: Path) -> None:
+    first = re.search(r"```python\n(.*?)```", README.read_text(), re.S)
+    assert first and first.group(1) == snippets()[0][1], "the first python block must run, not be skipped"
+    code = first.group(1)
+    assert len(code.strip().splitlines()) <= 10
+    proc, calls = run_block(code, tmp_path, "first")
+    assert proc.returncode == 0, proc.stderr
+    assert calls == 1, "one answer, one model call"
+    assert proc.stdout.strip() == f"ok 5 {RATIONALE}"
+
+
+def test_readme_judge_node_fits_in_25_lines() -> None:
+    nodes = [code for _, code in snippets() if "create_judge_node(" in code]
+    assert nodes and len(nodes[0].strip().splitlines()) <= 25
+
+
+def test_readme_points_at_pages_that_exist() -> None:
+    for target in re.findall(r"\]\(([^)#]+)", README.read_text()):
+        if not target.startswith("http"):
+            assert (README.parent / target).exists(), target
 
 
 def test_readme_commands_are_the_ones_ci_runs() -> None:
@@ -39,22 +61,11 @@ def test_readme_commands_are_the_ones_ci_runs() -> None:
     assert len(runs) == 1 and runs[0].startswith(command.group(0).strip() + " "), (command.group(0), runs)
 
 
-def _verdict(req: LoopbackRequest) -> Reply:
-    if "response_format" in req.body:  # structured output asked for: answer in JSON
-        return Reply('{"feedback": "Correct and concise.", "score": 5}')
-    return Reply("Correct and concise.\n[RESULT] 5")
-
-
 @pytest.mark.parametrize(("index", "code"), snippets(), ids=lambda v: str(v) if isinstance(v, int) else "")
 def test_readme_snippet_runs(index: int, code: str, tmp_path: Path) -> None:
-    script = tmp_path / f"snippet_{index}.py"
-    script.write_text(code)
-    with LoopbackServer(_verdict) as server:
-        env = {**os.environ, "OPENAI_API_KEY": "sk-readme-test", "OPENAI_BASE_URL": server.url + "/v1"}
-        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path)
-        calls = sum(server.calls.values())
+    proc, calls = run_block(code, tmp_path, f"snippet_{index}")
     assert proc.returncode == 0, proc.stderr
-    if "OpenAIBackend(" in code:
+    if ("openai:" in code or "OpenAIBackend(" in code) and "LoopbackServer(" not in code:  # its own server
         assert calls >= 1
     if "print(verdict.status" in code:
-        assert proc.stdout.strip() == "ok 5 Correct and concise."
+        assert proc.stdout.strip() == f"ok 5 {RATIONALE}"
