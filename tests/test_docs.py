@@ -41,12 +41,15 @@ def test_every_page_is_in_the_nav() -> None:
         assert str(page.relative_to(DOCS)) in nav, f"{page} is not in mkdocs.yml's nav"
 
 
-def test_mkdocs_build_strict(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site, built as CI builds it: strict, so any warning fails."""
     pytest.importorskip("mkdocs")
     pytest.importorskip("mkdocstrings_handlers.python")
     pytest.importorskip("material")
+    out = tmp_path_factory.mktemp("docs") / "site"
     proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -54,7 +57,33 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
-    home = (tmp_path / "site" / "index.html").read_text()
-    assert "PointwiseJudge" in home
-    api = (tmp_path / "site" / "reference" / "judgegraph" / "index.html").read_text()
+    return out
+
+
+def test_mkdocs_build_strict(site: Path) -> None:
+    assert "PointwiseJudge" in (site / "index.html").read_text()
+    api = (site / "reference" / "judgegraph.html").read_text()
     assert "create_judge_node" in api and "resolve_model" in api
+    for guide in ("judges", "backends", "graphs", "agents", "pytest", "langsmith", "cascades", "jobs", "reliability"):
+        assert (site / "guides" / f"{guide}.html").exists(), guide
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def test_site_renders_in_a_browser(site: Path, tmp_path: Path) -> None:
+    """Headless Chromium loads the home page and an API page from file://; the
+    theme's navigation and the rendered signatures are in the live DOM."""
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+    flags.append("--virtual-time-budget=5000")
+    for page, expected in (("index.html", "Backends and models"), ("reference/judgegraph.html", "PointwiseJudge")):
+        dom = subprocess.run(
+            [str(CHROMIUM), *flags, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", (site / page).as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        assert 'class="md-nav' in dom.stdout and expected in dom.stdout, page
