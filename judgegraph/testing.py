@@ -12,17 +12,22 @@ retries and all. A *responder* decides each reply, and can inject faults::
 
 The server runs its own event loop in a thread, so it serves sync and async
 callers alike. ``server.calls`` counts the requests it answered, per path.
+
+A responder may also be a coroutine function: it runs on the server's loop, so
+it can wait for an event (say, until several requests are in flight at once)
+without holding the other requests up. Tests wait for events, not for time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -77,7 +82,7 @@ class LoopbackRequest:
         return str(self.body.get("inputs", ""))
 
 
-Responder = Callable[[LoopbackRequest], "Reply | Fault"]
+Responder = Callable[[LoopbackRequest], "Reply | Fault | Awaitable[Reply | Fault]"]
 
 _TOKEN = re.compile(r"\s*\w+|\s*[^\w\s]|\s+")
 
@@ -193,7 +198,8 @@ class LoopbackServer:
             self._send(writer, 200, b'{"status":"ok"}')
             return True
         self.stats.calls[req.path] += 1
-        out = self.responder(req)
+        made = self.responder(req)
+        out = await made if inspect.isawaitable(made) else made
         if isinstance(out, Fault):
             if out.kind == "reset":
                 writer.transport.abort()

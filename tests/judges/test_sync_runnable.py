@@ -21,6 +21,22 @@ GOOD = Reply('{"feedback": "Right.", "score": 5}')
 ONCE = RetryPolicy(max_attempts=1)
 
 
+class EightAtOnce:
+    """Answers GOOD, holding the first eight requests until all eight are in flight:
+    the warm-up then opens exactly eight connections, however the machine schedules
+    them (unheld, a fast answer could free a connection for the next request, and a
+    later round of eight would open the ones the warm-up did not)."""
+
+    def __init__(self) -> None:
+        self.arrived = 0
+
+    async def __call__(self, req: LoopbackRequest) -> Reply:
+        self.arrived += 1
+        while self.arrived < 8:  # counts only up: once eight came, nothing waits again
+            await asyncio.sleep(0.01)
+        return GOOD
+
+
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
@@ -32,9 +48,10 @@ def sdk_clients() -> int:
     return sum(isinstance(o, openai.AsyncOpenAI) for o in gc.get_objects())
 
 
+@pytest.mark.timing  # concurrent calls and the connections they open
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
 def test_a_thousand_sync_invokes_leave_descriptors_and_clients_flat() -> None:
-    with LoopbackServer(lambda req: GOOD) as server:
+    with LoopbackServer(EightAtOnce()) as server:
         backend = OpenAIBackend("m", base_url=server.url + "/v1", api_key="x")
         judge = PointwiseJudge(backend)
         # Warm up the shared loop, its client and a pool of 8 connections
