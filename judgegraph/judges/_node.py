@@ -14,6 +14,7 @@ well as ``ainvoke``.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -104,6 +105,8 @@ def graph_node(afunc: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[
     ``config``, ``runtime`` and the rest by ``afunc``'s signature either way.
     The node is still ``afunc`` when called directly.
     """
+    if not inspect.iscoroutinefunction(afunc):
+        raise TypeError(f"graph_node takes an async function, got {afunc!r}: add a sync one to the graph as it is")
     return _Node(afunc)
 
 

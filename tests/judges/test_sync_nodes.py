@@ -113,6 +113,8 @@ async def test_graph_node_keeps_the_signature_and_is_still_the_async_function() 
     assert app.invoke({"x": 2})["seen"] == (2, True, True)
     assert (await app.ainvoke({"x": 3}))["seen"] == (3, True, True)
     assert (await asyncio.to_thread(app.invoke, {"x": 4}))["seen"] == (4, True, True)
+    with pytest.raises(TypeError, match="takes an async function"):
+        graph_node(lambda state: {})
 
 
 # ---------------------------------------------------------------- MessagesState
