@@ -52,6 +52,8 @@ DEFAULT_LEVEL = 0.95
 # 2,000 resamples keep a bootstrap bound's Monte Carlo error near 0.5 point at n ≈ 1,000
 # while a summary stays well under a second; pass n_resamples= for more.
 DEFAULT_RESAMPLES = 2000
+BCA_MAX_ITEMS = 2000
+BATCH_CELLS = 2_000_000
 
 
 def _check_level(level: float) -> float:
@@ -111,8 +113,13 @@ def bootstrap_interval(
     _check_level(level)
     if not data or data[0].size < 2:
         return None
+    n = int(data[0].size)
     rng = np.random.default_rng(seed)
-    for method in ("BCa", "percentile"):
+    # BCa's jackknife costs n statistics over n − 1 items (n² work): past BCA_MAX_ITEMS the
+    # percentile interval, whose skew error shrinks with n anyway, keeps a big report fast.
+    methods = ("BCa", "percentile") if n <= BCA_MAX_ITEMS else ("percentile",)
+    batch = max(1, min(500, BATCH_CELLS // n))  # resamples per batch: bounds memory at ~BATCH_CELLS values
+    for method in methods:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # DegenerateDataWarning / all-NaN slices: judged below
             res = stats.bootstrap(
@@ -124,7 +131,7 @@ def bootstrap_interval(
                 confidence_level=level,
                 method=method,
                 rng=rng,
-                batch=500,  # bounds memory: 500 resamples × items at a time
+                batch=batch,
             )
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
         if math.isfinite(low) and math.isfinite(high):

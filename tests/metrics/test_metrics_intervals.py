@@ -200,3 +200,18 @@ def test_summary_shows_intervals() -> None:
     text = rep.to_markdown()
     assert "95% interval" in text
     assert f"{100 * rep.accuracy.interval.low:.1f}" in text
+
+
+def test_large_samples_use_the_percentile_bootstrap() -> None:
+    # BCa's jackknife is quadratic in the items; past BCA_MAX_ITEMS the percentile interval is used.
+    from judgegraph.metrics._intervals import BCA_MAX_ITEMS
+
+    rng = random.Random(6)
+    gold = [rng.choice(LABELS) for _ in range(BCA_MAX_ITEMS + 1)]
+    preds = _noisy(gold, 0.7, rng)
+    r = cohen_kappa(preds, gold)
+    assert r.interval is not None and r.interval.method == "bootstrap-percentile"
+    assert r.interval.describe() == "95% bootstrap (percentile)"
+    assert r.interval.low < float(r) < r.interval.high
+    d = paired_difference(preds, _noisy(gold, 0.6, rng), gold)
+    assert d.interval is not None and d.interval.method == "paired-bootstrap-percentile"
