@@ -6,6 +6,12 @@ Failed items (status ``unparsed``/``error``; ``None`` or NaN in plain lists) are
 handled by an explicit ``unparsed=`` policy — ``"exclude"``, ``"wrong"`` or
 ``"tie"`` — and counted in every result's ``counts``.
 
+Rates carry a confidence interval (``MetricResult.interval``, with its level and method):
+Wilson for accuracy, agreement, escalation share and win rates, a seeded BCa bootstrap for kappa,
+and ``paired_difference`` for two judges on the same items (items resampled jointly).
+``ppi_mean`` / ``ppi_difference`` (prediction-powered) and ``rogan_gladen`` correct a judged rate
+for the judge's own errors from human labels on a random subset, beside the naive figure.
+
 Needs the ``metrics`` extra (scipy, scikit-learn, krippendorff).
 """
 
