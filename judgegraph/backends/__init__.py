@@ -27,6 +27,7 @@ from ._protocol import (
     GenerateResult,
     MissingExtraError,
     TokenLogprob,
+    bounded_result,
 )
 from ._ratelimit import RateLimitedBackend, RateLimiter, TokenBucket
 from ._resolve import Endpoint, parse_endpoint, resolve_model
@@ -69,6 +70,7 @@ __all__ = [
     "as_backend",
     "awith_retries",
     "backend_identity",
+    "bounded_result",
     "cache_key",
     "canonical_json",
     "chat_params",

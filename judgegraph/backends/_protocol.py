@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -15,7 +17,10 @@ __all__ = [
     "GenerateResult",
     "MissingExtraError",
     "TokenLogprob",
+    "bounded_result",
 ]
+
+_log = logging.getLogger("judgegraph.backends")
 
 
 class BackendError(RuntimeError):
@@ -80,3 +85,37 @@ class Backend(Protocol):
     pricing: Pricing | None
 
     async def generate(self, request: GenerateRequest) -> GenerateResult: ...
+
+
+# A chat template adds a few tokens per message and a few per request.
+_TEMPLATE_TOKENS_PER_MESSAGE = 16
+_TEMPLATE_TOKENS = 64
+
+
+def bounded_result(request: GenerateRequest, result: GenerateResult) -> GenerateResult:
+    """``result`` with the usage a server reported bounded by what
+    ``request`` could have used: a prompt token covers at least one byte of
+    the prompt (plus the chat template's few), and no answer is longer than
+    ``max_tokens``. The count drives rate-limit waits and costs, so a wrong
+    or hostile number (10^9 tokens, a negative one) must not: it is clamped,
+    and logged as a warning."""
+    usage = result.usage
+    prompt_cap = sum(len(m.content.encode("utf-8", "surrogatepass")) for m in request.messages)
+    prompt_cap += _TEMPLATE_TOKENS_PER_MESSAGE * len(request.messages) + _TEMPLATE_TOKENS
+    prompt = min(max(usage.prompt_tokens, 0), prompt_cap)
+    completion = min(max(usage.completion_tokens, 0), request.max_tokens)
+    if (prompt, completion) == (usage.prompt_tokens, usage.completion_tokens):
+        return result
+    _log.warning(
+        "%s reported %d prompt and %d completion tokens for a request that could use at most %d and %d; "
+        "counted %d and %d",
+        result.model,
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        prompt_cap,
+        request.max_tokens,
+        prompt,
+        completion,
+    )
+    bounded = usage.model_copy(update={"prompt_tokens": prompt, "completion_tokens": completion})
+    return dataclasses.replace(result, usage=bounded)

@@ -6,6 +6,10 @@ Each request reserves one request and an estimate of its tokens (prompt
 characters / 4 plus ``max_tokens``, as providers count it) before it is
 sent; when the answer comes back the estimate is replaced by the real usage,
 and retries the backend made on its own are charged after the fact.
+
+The usage a server reports is bounded by what the request could have used
+(:func:`bounded_result`), and a bucket's debt by one minute's worth: no
+number from a server can make a job wait longer than one window.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 from judgegraph.types import Pricing
 
 from ._identity import backend_identity
-from ._protocol import Backend, Capabilities, GenerateRequest, GenerateResult
+from ._protocol import Backend, Capabilities, GenerateRequest, GenerateResult, bounded_result
 
 __all__ = ["RateLimitedBackend", "RateLimiter", "TokenBucket"]
 
@@ -51,7 +55,9 @@ class TokenBucket:
 
     def take(self, amount: float) -> None:
         self._refill()
-        self.level -= amount
+        # At most one minute's worth of debt: whatever was taken, the next
+        # taker waits at most one window (plus the burst).
+        self.level = max(self.level - amount, -60.0 * self.rate)
 
     def give_back(self, amount: float) -> None:
         self._refill()
@@ -79,13 +85,14 @@ class RateLimiter:
 
     async def acquire(self, tokens: int) -> None:
         async with self._lock:
-            while True:
-                wait = max(
-                    self.requests.wait_time(1) if self.requests else 0.0,
-                    self.tokens.wait_time(tokens) if self.tokens else 0.0,
-                )
-                if wait <= 0:
-                    break
+            wait = max(
+                self.requests.wait_time(1) if self.requests else 0.0,
+                self.tokens.wait_time(tokens) if self.tokens else 0.0,
+            )
+            # One wait, not a loop of them: waiters are served one at a time, so
+            # after it both buckets hold enough. Asking again could spin
+            # forever on a shortfall smaller than the clock's resolution.
+            if wait > 0:
                 self.waited_s += wait
                 await self._sleep(wait)
             if self.requests:
@@ -133,6 +140,7 @@ class RateLimitedBackend:
             attempts = getattr(exc, "attempts", 1)
             self.limiter.settle(estimated=estimate, actual=estimate, extra_requests=max(0, attempts - 1))
             raise
+        result = bounded_result(request, result)  # the server's count drives the waits: bounded first
         used = result.usage.prompt_tokens + result.usage.completion_tokens
         self.limiter.settle(estimated=estimate, actual=used or estimate, extra_requests=max(0, result.attempts - 1))
         return result

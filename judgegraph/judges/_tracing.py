@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tracers.context import _tracing_v2_is_enabled, tracing_v2_callback_var
 
-from judgegraph.backends import Backend, GenerateRequest, GenerateResult
+from judgegraph.backends import Backend, GenerateRequest, GenerateResult, bounded_result
 
 __all__ = ["agenerate_traced", "tracing_active"]
 
@@ -64,12 +64,17 @@ def tracing_active(config: RunnableConfig | None = None) -> bool:
     return _langsmith_on()
 
 
+async def _generate(backend: Backend, request: GenerateRequest) -> GenerateResult:
+    # The usage a server reports drives costs and totals: bounded before anything reads it.
+    return bounded_result(request, await backend.generate(request))
+
+
 async def agenerate_traced(backend: Backend, request: GenerateRequest) -> GenerateResult:
     """``backend.generate(request)``, as a child LLM run when anyone listens."""
     if getattr(backend, "traces_itself", False):
-        return await backend.generate(request)
+        return await _generate(backend, request)
     if not tracing_active():
-        return await backend.generate(request)
+        return await _generate(backend, request)
     cfg = var_child_runnable_config.get() or {}
     callbacks = cfg.get("callbacks")
     params = _params(backend, request)
@@ -96,7 +101,7 @@ async def agenerate_traced(backend: Backend, request: GenerateRequest) -> Genera
         serialized, [messages], invocation_params=params, options={"stop": list(request.stop)}, name=backend.model
     )
     try:
-        result = await backend.generate(request)
+        result = await _generate(backend, request)
     except BaseException as exc:
         await run.on_llm_error(exc)
         raise
