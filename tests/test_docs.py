@@ -5,6 +5,7 @@ with OPENAI_BASE_URL pointing at a loopback server)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,13 @@ def test_docs_block_runs(page: str, index: int, code: str, tmp_path: Path) -> No
     assert proc.returncode == 0, f"{page} block {index}:\n{proc.stderr}"
     if ("openai:" in code or "OpenAIBackend(" in code) and "LoopbackServer(" not in code:  # its own server
         assert calls >= 1, f"{page} block {index} never reached the model server"
+
+
+def test_python_is_fenced_as_python() -> None:
+    """A block fenced ```py or ```python3 would escape the runner: only ```python counts."""
+    for page in [ROOT / "README.md", *DOCS.rglob("*.md")]:
+        odd = re.findall(r"^\s*```(py|python3|pycon|ipython)\s*$", page.read_text(), re.M)
+        assert not odd, f"{page}: fence python blocks as ```python"
 
 
 def test_every_page_is_in_the_nav() -> None:
