@@ -28,7 +28,7 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .testing import Fault, LoopbackRequest, LoopbackServer
+from .testing import Fault, LoopbackRequest, LoopbackServer, Reply
 
 __all__ = ["BatchAPI"]
 
@@ -241,6 +241,9 @@ class BatchAPI:
             return injected[0], {"error": {"message": injected[1], "type": "fault"}}
         req = LoopbackRequest("POST", "/v1/chat/completions", {}, body)
         reply = self.server.responder(req)
+        if not isinstance(reply, Reply | Fault):
+            # Batch output is written in one synchronous pass: a coroutine responder cannot be awaited here.
+            raise TypeError("the Batch API endpoints need a plain (not async) responder on the LoopbackServer")
         if isinstance(reply, Fault):
             return reply.status, {"error": {"message": reply.message or f"injected {reply.status}", "type": "fault"}}
         self.billed[cid] += 1
