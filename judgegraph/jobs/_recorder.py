@@ -51,8 +51,11 @@ ProgressCallback = Callable[[JobProgress], None]
 
 
 class JobSummary(BaseModel):
-    """What a run did. ``problems`` lists the first input problems and
-    judge failures by row; all of them are in the store."""
+    """What a run did. ``ok``, ``unparsed`` and ``errors`` count the run's
+    rows by their verdict, judged now or found in the store (``judged`` and
+    ``cached`` say which), so a rerun of a failed run still reports its
+    failures. ``problems`` lists the first input problems and judge
+    failures of this invocation by row; all of them are in the store."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -127,9 +130,22 @@ class _Recorder:
             self.progress.invalid += 1
             self._tick()
 
-    def cached(self) -> None:
+    def cached(self, status: str | None = None) -> None:
+        """A row the store already holds a verdict for: counted by that
+        verdict, so the counts (and the exit code) say the run's state, not
+        only this invocation's. ``None``: its verdict is not known yet."""
         self.progress.cached += 1
+        self._count(status)
         self._tick()
+
+    def _count(self, status: str | None) -> None:
+        p = self.progress
+        if status == "ok":
+            p.ok += 1
+        elif status == "unparsed":
+            p.unparsed += 1
+        elif status is not None:
+            p.errors += 1
 
     def needs_judging(self, prep: PreparedRow, rerun_failed: bool) -> bool:
         assert prep.item_hash is not None
@@ -138,7 +154,7 @@ class _Recorder:
             return True
         if rerun_failed and got != "ok" and not self._judged_this_run(prep.item_hash):
             return True
-        self.cached()
+        self.cached(got)
         return False
 
     def _judged_this_run(self, item_hash: str) -> bool:
@@ -148,12 +164,7 @@ class _Recorder:
         self.store.add_result(record)
         p = self.progress
         p.judged += 1
-        if record.status == "ok":
-            p.ok += 1
-        elif record.status == "unparsed":
-            p.unparsed += 1
-        else:
-            p.errors += 1
+        self._count(record.status)
         if record.status != "ok":
             self.problem(f"{where}: {record.status}: {record.reason}")
         if record.cost_usd is None:

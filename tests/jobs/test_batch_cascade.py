@@ -224,6 +224,12 @@ def test_cascade_sigkill_during_polling_then_resume_bills_nothing_twice(tmp_path
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     # The local tier's own verdicts (items 0 and 2) were stored before the kill; the rerun judged
     # only the two escalated items, escalated them again and adopted the batch in flight.
-    assert (summary["cached"], summary["ok"], summary["errors"], summary["resumed"]) == (2, 2, 0, True)
+    assert (summary["cached"], summary["judged"], summary["ok"], summary["errors"], summary["resumed"]) == (
+        2,
+        2,
+        4,
+        0,
+        True,
+    )
     assert api.batches_created == 1 and api.requests_billed == 4 and max(api.billed.values()) == 1
     assert server.calls["/v1/chat/completions"] == 0

@@ -54,6 +54,7 @@ async def test_resume_pays_for_nothing_done_and_rerun_failed_retries_only_failur
         assert server.calls["/v1/chat/completions"] == calls  # nothing re-judged, failures included
         assert again.resumed and again.run_id == first.run_id
         assert (again.judged, again.cached) == (0, 30)
+        assert (again.ok, again.unparsed, again.errors) == (28, 1, 1)  # the run's state: its failures still count
 
         judge.unparsed.clear()
         judge.fail.clear()
@@ -61,7 +62,7 @@ async def test_resume_pays_for_nothing_done_and_rerun_failed_retries_only_failur
         fixed = await arun_spec(spec, store=tmp_path / "s.db", rerun_failed=True)
         changed = {i for i in judge.per_item if judge.per_item[i] != before.get(i)}
         assert changed == {4, 9}
-        assert (fixed.judged, fixed.ok, fixed.cached) == (2, 2, 28)
+        assert (fixed.judged, fixed.ok, fixed.cached) == (2, 30, 28)
     with Store(tmp_path / "s.db") as st:
         assert st.counts(first.run_id) == {"rows": 30, "ok": 30, "unparsed": 0, "error": 0, "invalid": 0, "pending": 0}
         assert st._db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 30

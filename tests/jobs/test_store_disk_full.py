@@ -77,7 +77,7 @@ async def test_a_full_disk_ends_the_job_with_an_error_and_loses_nothing(tmp_path
         saved = st.counts("r")["ok"]
     assert 0 < saved <= sent_first
     summary = await arun_job(SourceConfig(path=str(src)), judge=judge, kind="pointwise", store=db, run_id="r")
-    assert summary.cached == saved and summary.ok == 600 - saved
+    assert summary.cached == saved and summary.judged == 600 - saved and summary.ok == 600
     with Store(db) as st:
         assert st.counts("r")["ok"] == 600
     per_item = Counter(_question(c) for c in backend.calls)

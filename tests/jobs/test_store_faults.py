@@ -121,7 +121,7 @@ async def test_a_store_that_keeps_refusing_ends_the_job_with_an_error_and_a_reru
     summary = await arun_job(
         SourceConfig(path=str(src)), judge=judge, kind="pointwise", store=tmp_path / "s.db", run_id="r"
     )
-    assert summary.cached == saved and summary.ok == 1000 - saved
+    assert summary.cached == saved and summary.judged == 1000 - saved and summary.ok == 1000
     per_item = Counter(_question(c) for c in backend.calls)
     assert len(per_item) == 1000
     with Store(tmp_path / "s.db") as st:
