@@ -38,9 +38,8 @@ async def main(source: Path, store: Path) -> None:
         concurrency=1,
     )
     print(f"run {summary.run_id}: {summary.rows} rows, {summary.judged} judged now, {summary.cached} already stored")
-    print(
-        f"judged now: ok {summary.ok}, unparsed {summary.unparsed}, errors {summary.errors}, invalid {summary.invalid}"
-    )
+    # The verdict counts cover every row of the run, judged now or found in the store.
+    print(f"all rows: ok {summary.ok}, unparsed {summary.unparsed}, errors {summary.errors}, invalid {summary.invalid}")
 
 
 if __name__ == "__main__":

@@ -119,7 +119,7 @@ def test_offline_job_resumes_after_kill_9(tmp_path: Path) -> None:
         again = _run("offline_job.py", env, tmp_path)
         calls_after = server.calls["/v1/chat/completions"] - before
     assert "6 rows, 3 judged now, 3 already stored" in out, out
-    assert "judged now: ok 3, unparsed 0, errors 0, invalid 0" in out
+    assert "all rows: ok 6, unparsed 0, errors 0, invalid 0" in out
     assert resent == 3
     assert "6 rows, 0 judged now, 6 already stored" in again
     assert calls_after == 3  # the third run sent nothing
