@@ -261,8 +261,8 @@ def run_spec_ray(
                     )
                     if r["item_hash"] is None:
                         continue
-                    if r["status"] is None:
-                        rec.cached()
+                    if r["status"] is None:  # judged before: counted by its stored verdict, as locally
+                        rec.cached(rec.store.result_status(chash, r["item_hash"]))
                         continue
                     where = f"row {r['row']}" if r["file"] == 0 else f"file {r['file']} row {r['row']}"
                     rec.result(where, ResultRecord(chash, r["item_hash"], *(r[c] for c in _RESULT_COLUMNS)))

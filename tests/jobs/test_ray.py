@@ -121,6 +121,8 @@ def test_ray_engine_matches_local_engine(tmp_path: Path, loopback: Any, ray_loca
         again = run_spec_ray(spec, store=tmp_path / "local.db", run_id="r", actors=2)
         assert server.calls["/v1/chat/completions"] == 2 * calls
     assert (again.judged, again.cached, again.invalid) == (0, 89, 1)
+    # Its counts are the run's, verdicts found in the store included, as the local engine's are.
+    assert (again.ok, again.unparsed, again.errors) == (local.ok, local.unparsed, local.errors)
 
     assert local.config_hash == dist.config_hash
     for s in (local, dist):
