@@ -72,6 +72,14 @@ async def _generate(backend: Backend, request: GenerateRequest) -> GenerateResul
 async def agenerate_traced(backend: Backend, request: GenerateRequest) -> GenerateResult:
     """``backend.generate(request)``, as a child LLM run when anyone listens."""
     if getattr(backend, "traces_itself", False):
+        if _tracing_v2_is_enabled() == "local":
+            # langsmith.evaluate(upload_runs=False): a chat model's own run
+            # would get a LangChain tracer that posts to the endpoint all the
+            # same. Nothing may leave the process, so it is not traced.
+            from langsmith.run_helpers import tracing_context
+
+            with tracing_context(enabled=False):
+                return await _generate(backend, request)
         return await _generate(backend, request)
     if not tracing_active():
         return await _generate(backend, request)

@@ -252,3 +252,36 @@ async def test_aevaluate_offline_with_tracing_on_sends_nothing(tracing_on: list[
     _wait_for_uploads()
     _check(_by_country(rows))
     assert data_sent(tracing_on) == []
+
+
+# A chat-model judge (ChatOpenAI) makes its model call as LangChain's own run,
+# which LangSmith's "local" mode would trace and post all the same (issue 26).
+
+
+@pytest.mark.parametrize("tracing", ["unset", "on"])
+def test_evaluate_offline_with_a_chat_model_judge_sends_nothing(
+    langsmith_sink: list[Any], loopback: type, tracing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    langchain_openai = pytest.importorskip("langchain_openai")
+    from langsmith.utils import get_env_var
+
+    from judgegraph.backends import ChatModelBackend
+
+    if tracing == "on":
+        monkeypatch.setenv("LANGSMITH_TRACING", "true")
+    get_env_var.cache_clear()
+    try:
+        with loopback(_grader) as server:
+            chat = langchain_openai.ChatOpenAI(model="grader", api_key="x", base_url=server.url + "/v1")
+            judge = PointwiseJudge(ChatModelBackend(chat, structured_output=False))
+            ev = as_evaluator(judge, inputs=MAPPING, key="capital")
+            results = langsmith.evaluate(
+                _target, data=_examples(), evaluators=[ev], upload_runs=False, client=offline_client()
+            )
+            rows = list(results)
+        _wait_for_uploads()
+    finally:
+        monkeypatch.delenv("LANGSMITH_TRACING", raising=False)
+        get_env_var.cache_clear()
+    _check(_by_country(rows))
+    assert data_sent(langsmith_sink) == []
