@@ -26,8 +26,11 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,24 +88,47 @@ def _one_run(cpu: int, busy: int, run: int, select: list[str], scratch: Path) ->
     return run, _outcomes(xml), done.returncode, (done.stdout + done.stderr)[-4000:]
 
 
-def stress(*, runs: int, lanes: int, busy: int, select: list[str]) -> tuple[dict[str, Counter[str]], list[str]]:
+def stress(
+    *,
+    runs: int,
+    lanes: int,
+    busy: int,
+    select: list[str],
+    budget_s: float | None = None,
+    on_run: Callable[[dict[str, Counter[str]], int], None] | None = None,
+) -> tuple[dict[str, Counter[str]], list[str], int]:
+    """Returns the table, the logs of failed runs, and how many runs finished. With
+    ``budget_s``, no lane starts a run after that many seconds (a run under way ends)."""
     cpus = sorted(os.sched_getaffinity(0))[:lanes]
     table: dict[str, Counter[str]] = defaultdict(Counter)
     logs: list[str] = []
+    done = 0
+    lock = threading.Lock()
+    stop_at = None if budget_s is None else time.monotonic() + budget_s
+
+    def record(run: int, outcomes: dict[str, str], rc: int, tail: str) -> None:
+        nonlocal done
+        with lock:
+            done += 1
+            for test, outcome in outcomes.items():
+                table[test][outcome] += 1
+            print(f"run {run}: rc={rc}, {dict(Counter(outcomes.values()))}", flush=True)
+            if rc not in (0, 5) or not outcomes:
+                logs.append(f"run {run} (rc={rc}):\n{tail}")
+            if on_run is not None:
+                on_run(table, done)
+
     with tempfile.TemporaryDirectory(prefix="stress-") as tmp, concurrent.futures.ThreadPoolExecutor(len(cpus)) as ex:
         # Run k goes to lane k % lanes; a lane runs its share one after another.
-        def lane(cpu: int, mine: list[int]) -> list[tuple[int, dict[str, str], int, str]]:
-            return [_one_run(cpu, busy, k, select, Path(tmp)) for k in mine]
+        def lane(cpu: int, mine: list[int]) -> None:
+            for k in mine:
+                if stop_at is not None and time.monotonic() > stop_at:
+                    return
+                record(*_one_run(cpu, busy, k, select, Path(tmp)))
 
-        futures = [ex.submit(lane, cpu, list(range(i, runs, len(cpus)))) for i, cpu in enumerate(cpus)]
-        for fut in concurrent.futures.as_completed(futures):
-            for run, outcomes, rc, tail in fut.result():
-                for test, outcome in outcomes.items():
-                    table[test][outcome] += 1
-                print(f"run {run}: rc={rc}, {Counter(outcomes.values())}", flush=True)
-                if rc not in (0, 5) or not outcomes:
-                    logs.append(f"run {run} (rc={rc}):\n{tail}")
-    return table, logs
+        for fut in [ex.submit(lane, cpu, list(range(i, runs, len(cpus)))) for i, cpu in enumerate(cpus)]:
+            fut.result()
+    return table, logs, done
 
 
 def render(table: dict[str, Counter[str]], *, runs: int, lanes: int, busy: int, select: list[str]) -> str:
@@ -126,19 +152,30 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--lanes", type=int, default=1, help="cores to use at once, one lane each")
     ap.add_argument("--busy", type=int, default=2, help="busy processes beside each run, on its core")
-    ap.add_argument("--write", type=Path, help="also write the table (markdown) here")
+    ap.add_argument("--write", type=Path, help="also write the table (markdown) here, updated after every run")
+    ap.add_argument("--budget-min", type=float, help="start no run after this many minutes")
     ap.add_argument("select", nargs="*", help="pytest selection (default: -m timing)")
     args = ap.parse_args()
     if args.runs < 1 or args.lanes < 1 or args.busy < 0:
         ap.error("--runs and --lanes must be at least 1, --busy at least 0")
     select = args.select or ["-m", "timing"]
-    table, logs = stress(runs=args.runs, lanes=args.lanes, busy=args.busy, select=select)
-    text = render(table, runs=args.runs, lanes=args.lanes, busy=args.busy, select=select)
+
+    def table_text(table: dict[str, Counter[str]], done: int) -> str:
+        return render(table, runs=done, lanes=args.lanes, busy=args.busy, select=select)
+
+    def write(table: dict[str, Counter[str]], done: int) -> None:
+        if args.write:
+            args.write.write_text(table_text(table, done))
+
+    budget = None if args.budget_min is None else 60 * args.budget_min
+    table, logs, done = stress(
+        runs=args.runs, lanes=args.lanes, busy=args.busy, select=select, budget_s=budget, on_run=write
+    )
+    text = table_text(table, done)
     print(text)
     for log in logs:
         print(log, file=sys.stderr)
-    if args.write:
-        args.write.write_text(text)
+    write(table, done)
     return 1 if logs or any(c["failed"] + c["error"] for c in table.values()) else 0
 
 
