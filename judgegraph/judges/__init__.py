@@ -7,6 +7,8 @@ replays and LangGraph nodes.
   backend (``PointwiseJudge``, ``PairwiseJudge``, ``RubricJudge``, ``MultiTurnJudge``).
 - :class:`CompositeJudge`: a judge made of judges (ensembles here, cascades in
   :mod:`judgegraph.cascade`), with the helpers composites share.
+- :func:`create_sampled_judge`: a model judge drawn k times per item, its
+  confidence from the draws' votes (for judges with no logprobs).
 - Templates (:func:`get_template`, :func:`register_template`) and the output
   parser (:func:`parse_output`) the model judges use.
 """
@@ -58,6 +60,7 @@ from ._replay import (
     write_verdicts,
 )
 from ._rubric import RubricJudge, create_rubric_judge
+from ._sampled import SampledAggregation, SampledJudge, create_sampled_judge, takes_temperature
 from ._sentence import FewShotCheck, LabelledExample, SentenceJudge, acheck_few_shot, create_judge, similarity
 from ._trajectory import PairwiseTrajectoryJudge, TrajectoryJudge, create_trajectory_judge
 from ._trajectory_inputs import TrajectoryInput, TrajectoryMatchInput, TrajectoryPairInput
@@ -90,6 +93,8 @@ __all__ = [
     "ReplayJudge",
     "Result",
     "RubricJudge",
+    "SampledAggregation",
+    "SampledJudge",
     "SentenceJudge",
     "Template",
     "TrajectoryInput",
@@ -113,6 +118,7 @@ __all__ = [
     "create_pointwise_judge",
     "create_replay_judge",
     "create_rubric_judge",
+    "create_sampled_judge",
     "create_trajectory_judge",
     "find_in_context",
     "from_context",
@@ -132,6 +138,7 @@ __all__ = [
     "run_sync",
     "similarity",
     "sum_usage",
+    "takes_temperature",
     "verdict_text",
     "worst",
     "write_verdicts",
