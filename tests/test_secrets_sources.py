@@ -208,7 +208,9 @@ def test_a_chat_models_credential_is_scrubbed_however_given(place: str, header: 
             elif place == "model_kwargs_headers":
                 kw["model_kwargs"] = {"extra_headers": {header: scheme + key}}
             else:
+                # The caller's own SDK clients, sync and async (sync judging uses the sync one).
                 kw["async_client"] = openai.AsyncOpenAI(api_key=key, base_url=base, max_retries=0).chat.completions
+                kw["client"] = openai.OpenAI(api_key=key, base_url=base, max_retries=0).chat.completions
             backend = ChatModelBackend(ChatOpenAI(**kw), retry=RetryPolicy(max_attempts=1))
             result = PointwiseJudge(backend, structured=False, repair=False).judge(
                 {"instruction": "Q?", "response": "a"}

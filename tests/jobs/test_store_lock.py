@@ -41,8 +41,9 @@ def _reach(store: Path, steps: list[str], root: Path) -> str:
             path = str(folder / here.name)
         elif step == "dot":
             path = str(here.parent) + "/./" + here.name
-        elif step == "dotdot":
-            path = str(here.parent) + "/../" + here.parent.name + "/" + here.name
+        elif step == "dotdot":  # through a real subfolder and back (.. after a symlink leaves it)
+            (here.parent / f"sub{n}").mkdir(exist_ok=True)
+            path = f"{here.parent}/sub{n}/../{here.name}"
         elif step == "double-slash":
             path = str(here.parent) + "//" + here.name
         else:

@@ -70,8 +70,8 @@ def _disguise(text: str, draw: st.DrawFn, *, json_safe: bool) -> str:
         if ch == '"':
             in_string = not in_string
         free = in_string and ch not in '"\\' if json_safe else True
-        if free and ch.isalpha() and draw(st.booleans()):
-            ch = ch.swapcase()
+        if free and ch.swapcase().casefold() == ch.casefold() and draw(st.booleans()):
+            ch = ch.swapcase()  # a case change caseless matching undoes (not dotless i to I)
         if free and draw(st.integers(0, 5)) == 0:
             ch = _fullwidth(ch)
         out.append(ch)
