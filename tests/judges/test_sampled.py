@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from judgegraph import PairwiseInput, PairwiseJudge, PointwiseJudge, ScriptedBackend, Status
 from judgegraph.backends import CachedBackend, GenerateRequest, MemoryCache, OpenAIBackend
-from judgegraph.cascade import LowConfidence, Tier, create_cascade_judge
+from judgegraph.cascade import Label, LowConfidence, Tier, create_cascade_judge, plan_cascades
 from judgegraph.jobs import RunMismatchError, SourceConfig, arun_job, config_hash, fingerprint_for
 from judgegraph.judges import SampledJudge, create_sampled_judge, takes_temperature
 from judgegraph.testing import LoopbackRequest, LoopbackServer, Reply, tokenize
@@ -33,10 +33,8 @@ def by_seed(req: LoopbackRequest) -> Reply:
     return Reply(f"Fine. [RESULT] {score}", prompt_tokens=10)
 
 
-def openai(server: LoopbackServer, model: str = "judge", **kw: object) -> OpenAIBackend:
-    return OpenAIBackend(
-        model, base_url=server.url + "/v1", api_key="sk-test", structured_output=False, pricing=PRICE, **kw
-    )  # type: ignore[arg-type]
+def openai(server: LoopbackServer, model: str = "judge") -> OpenAIBackend:
+    return OpenAIBackend(model, base_url=server.url + "/v1", api_key="sk-test", structured_output=False, pricing=PRICE)
 
 
 async def test_k_draws_give_the_vote_distribution_and_cost_all_draws() -> None:
@@ -219,7 +217,7 @@ def test_mode_confidence_is_the_modal_share_and_grows_with_it(modal: int, other:
     # ``modal`` of 7 draws vote 5 (a majority), the rest vote ``other``.
     def conf(n: int) -> float:
         r = _SAMPLER.combine([_score(5)] * n + [_score(other)] * (7 - n))
-        assert r.ok and r.score == 5 and r.confidence is not None
+        assert isinstance(r, PointwiseScore) and r.score == 5 and r.confidence is not None
         return r.confidence
 
     assert conf(modal) == pytest.approx(modal / 7)
@@ -230,9 +228,41 @@ def test_mode_confidence_is_the_modal_share_and_grows_with_it(modal: int, other:
 @given(st.lists(st.sampled_from(["A", "B", "tie"]), min_size=7, max_size=7))
 def test_pairwise_winner_is_the_mode_and_confidence_its_share(ws: list[str]) -> None:
     r = _PAIRS.combine([PairwiseVerdict(status=Status.OK, winner=w) for w in ws])  # type: ignore[arg-type]
+    assert isinstance(r, PairwiseVerdict) and r.winner is not None
     counts = Counter(ws)
     top = max(counts.values())
     leaders = [w for w, n in counts.items() if n == top]
     assert r.winner == (leaders[0] if len(leaders) == 1 else "tie")
     assert r.confidence == pytest.approx(counts[r.winner] / 7)
     assert (r.confidence == 1.0) == (len(counts) == 1)
+
+
+async def test_the_planner_prices_a_sampled_tier_and_escalates_on_its_confidence() -> None:
+    """Recorded sampled verdicts plan like any judge's: their cost is all k
+    draws', and a LowConfidence threshold on the vote share is a candidate."""
+    items = [{"instruction": f"{'hard' if i % 4 == 0 else 'easy'} {i}", "response": "x"} for i in range(12)]
+
+    def cheap(req: GenerateRequest) -> str:
+        hard = "hard" in req.messages[-1].content
+        return f"Ok. [RESULT] {(req.seed or 0) % 2 + 3 if hard else 4}"
+
+    price = Pricing(input_per_mtok=1.0, output_per_mtok=0.0)
+    sampled = create_sampled_judge(
+        PointwiseJudge(ScriptedBackend(cheap, pricing=price), name="cheap"), k=4, aggregation="mode", name="cheap@4"
+    )
+    strong = PointwiseJudge(ScriptedBackend(lambda req: "Sure. [RESULT] 4", pricing=price), name="strong")
+    got = {
+        "cheap@4": dict(zip(map(str, range(12)), await sampled.ajudge_many(items), strict=True)),
+        "strong": dict(zip(map(str, range(12)), await strong.ajudge_many(items), strict=True)),
+    }
+    one_call = got["strong"]["0"].provenance
+    assert one_call is not None and one_call.cost_usd is not None
+    for r in got["cheap@4"].values():
+        assert r.provenance is not None and r.provenance.cost_usd == pytest.approx(4 * one_call.cost_usd, rel=0.2)
+    labels: dict[str, Label] = {str(i): 4 for i in range(12)}
+    plan = plan_cascades(got, labels=labels, costs={"cheap@4": 1.0, "strong": 10.0}, target_agreement=1.0)
+    assert plan.recommended is not None
+    tiers = plan.recommended.tiers
+    assert [t.judge for t in tiers] == ["cheap@4", "strong"]
+    assert any(isinstance(p, LowConfidence) and 0.5 < p.threshold <= 1.0 for p in tiers[0].escalate)
+    assert plan.recommended.reach[1] == pytest.approx(3 / 12)  # only the split items go up
