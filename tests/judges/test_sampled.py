@@ -5,6 +5,7 @@ escalating on low sampled confidence, and properties of the vote confidence."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from pathlib import Path
@@ -266,3 +267,21 @@ async def test_the_planner_prices_a_sampled_tier_and_escalates_on_its_confidence
     assert [t.judge for t in tiers] == ["cheap@4", "strong"]
     assert any(isinstance(p, LowConfidence) and 0.5 < p.threshold <= 1.0 for p in tiers[0].escalate)
     assert plan.recommended.reach[1] == pytest.approx(3 / 12)  # only the split items go up
+
+
+async def test_the_k_draws_are_in_flight_together() -> None:
+    """The server holds every request until all five draws have arrived: were
+    the draws sequential, the first would wait forever (pytest-timeout)."""
+    arrived: list[int] = []
+    all_in = asyncio.Event()
+
+    async def hold(req: LoopbackRequest) -> Reply:
+        arrived.append(int(req.body["seed"]))  # type: ignore[call-overload]
+        if len(arrived) == 5:
+            all_in.set()
+        await all_in.wait()
+        return by_seed(req)
+
+    with LoopbackServer(hold) as server:
+        r = await create_sampled_judge(PointwiseJudge(openai(server)), k=5).ajudge(ITEM)
+    assert r.ok and sorted(arrived) == [0, 1, 2, 3, 4]
