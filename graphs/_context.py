@@ -8,13 +8,13 @@ then finds its own backend in the same context (see ``Judge.resolve_backend``).
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from judgegraph.judges import FromContext
+from judgegraph.judges import AsyncJudge, FromContext, as_async_judge
 from judgegraph.types import PointwiseInput
 
 __all__ = [
@@ -30,14 +30,10 @@ __all__ = [
 ]
 
 
-@runtime_checkable
-class JudgeLike(Protocol):
-    """Anything with Judge's async API: judges, ensembles, cascades."""
+JudgeLike = AsyncJudge
+"""The judge contract, :class:`~judgegraph.judges.AsyncJudge` (the name graphs gave it first)."""
 
-    async def ajudge(self, value: Any, *, context: Any = None) -> Any: ...
-
-
-JudgeSpec = JudgeLike | FromContext
+JudgeSpec = AsyncJudge[Any] | FromContext
 """A judge object, or ``from_context(key)``: the judge the run's context holds under ``key``."""
 
 CONTEXT_JUDGE = FromContext("judge")
@@ -50,7 +46,7 @@ class JudgeContext(TypedDict, total=False):
     It is a plain dict at run time, so it may hold more keys than these:
     e.g. the backend keys an ensemble's members look up. The values are
     typed ``Any`` because LangGraph derives a JSON schema from this class,
-    and protocols have none: judges are :class:`JudgeLike`, the backend a
+    and protocols have none: judges are :class:`~judgegraph.judges.AsyncJudge`, the backend a
     :class:`~judgegraph.Backend`.
     """
 
@@ -69,47 +65,47 @@ def check_spec(spec: object, *, graph: str) -> None:
         )
 
 
-def lookup_judge(spec: JudgeSpec, context: Any, *, graph: str) -> JudgeLike:
-    """The judge ``spec`` names. A missing or wrong judge is a set-up error
-    and raises, naming the key, rather than yielding a failed verdict."""
+def lookup_judge(spec: JudgeSpec | object, context: Any, *, graph: str) -> AsyncJudge[Any]:
+    """The judge ``spec`` names, under the judge contract (see
+    :func:`~judgegraph.judges.as_async_judge`). A missing or wrong judge is a
+    set-up error and raises, naming the key, rather than yielding a failed verdict."""
     if not isinstance(spec, FromContext):
-        return spec
+        return as_async_judge(spec)
     found = spec.lookup(context)
     key = spec.key
     if found is None:
         raise LookupError(f"{graph} graph: no judge under {key!r} in the runtime context")
-    if not callable(getattr(found, "ajudge", None)):
-        raise TypeError(f"{graph} graph: context[{key!r}] is a {type(found).__name__}, which has no async ajudge()")
-    return found  # type: ignore[no-any-return]
+    try:
+        return as_async_judge(found)
+    except TypeError:
+        raise TypeError(
+            f"{graph} graph: context[{key!r}] is a {type(found).__name__}, which has no async ajudge()"
+        ) from None
 
 
-def check_judge_kind(judge: Any, *, graph: str, accepts: type[BaseModel] = PointwiseInput) -> None:
+def check_judge_kind(judge: AsyncJudge[Any], *, graph: str, accepts: type[BaseModel] = PointwiseInput) -> None:
     """A judge declares what it grades (``input_model``); one that grades
     something else here is a set-up error, raised at once. Judges that do
     not declare it are checked by what they return."""
-    model = getattr(judge, "input_model", None)
-    if isinstance(model, type) and not issubclass(model, accepts):
+    model = judge.input_model
+    if model is not None and not issubclass(model, accepts):
         raise TypeError(
             f"{graph} graph: {judge_name(judge)} grades {model.__name__} inputs; this graph needs a judge "
             f"of {accepts.__name__} (a pointwise or rubric judge)"
         )
 
 
-def check_backends(judge: Any, context: Any, *, graph: str) -> None:
+def check_backends(judge: AsyncJudge[Any], context: Any, *, graph: str) -> None:
     """Raise now, not as a failed verdict, when a backend the judge (or any
     judge inside it) looks up in the run context is not there."""
     try:
-        check = getattr(judge, "check_context", None)
-        if callable(check):
-            check(context)
-        elif callable(resolve := getattr(judge, "resolve_backend", None)):
-            resolve(None, context)
+        judge.check_context(context)
     except LookupError as exc:
         raise LookupError(f"{graph} graph: {exc}") from None
 
 
-def judge_name(judge: Any) -> str:
-    return str(getattr(judge, "name", None) or type(judge).__name__)
+def judge_name(judge: AsyncJudge[Any]) -> str:
+    return judge.name
 
 
 def emit(runtime: Runtime[Any] | None, payload: dict[str, Any]) -> None:

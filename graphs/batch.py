@@ -96,7 +96,7 @@ def create_batch_graph(
         if not isinstance(items, Sequence) or isinstance(items, str | bytes):
             raise JudgeInputError(f"items: expected a list, got {type(items).__name__}")
         found = lookup_judge(judge, runtime.context, graph="batch")
-        if getattr(found, "needs_batch", False):
+        if found.needs_batch:
             # Budget-style cascade policies rank a whole batch; per-item tasks cannot honour them.
             raise ValueError(
                 "batch graph: this judge ranks whole batches (a budget policy); "

@@ -157,7 +157,7 @@ def create_guardrail_graph(
     allowed = max_revisions if reviser is not None else 0
     fallback: Action = "pass" if fail_policy == "open" else "block"
     if not isinstance(judge, FromContext):
-        check_judge_kind(judge, graph="guardrail")  # a wrong judge object fails at build
+        check_judge_kind(lookup_judge(judge, None, graph="guardrail"), graph="guardrail")  # fails at build
 
     async def judge_answer(state: GuardrailState, runtime: Runtime[Any]) -> dict[str, Any]:
         # A fresh run starts at zero; only a pending revision carries the count over.

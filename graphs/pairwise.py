@@ -4,10 +4,11 @@ under the swap policy.
 Input keys: ``instruction``, ``response_a``, ``response_b`` and optionally
 ``reference`` and ``rubric``. Output key: ``verdict`` (a PairwiseVerdict).
 
-With a :class:`~judgegraph.PairwiseJudge` each branch makes exactly one
-model call through the judge's own prompt, parser and merge rules. Any other
-judge (an ensemble, a cascade) is called once per order on the swapped
-input and its verdict mapped back; give it members that judge one order, or
+Each branch asks the judge for one order (``ajudge_order``, part of the
+judge contract): a :class:`~judgegraph.PairwiseJudge` makes exactly one model
+call through its own prompt, parser and merge rules, and its declared
+``order_policy`` (its ``swap``) is the default policy. Any other judge (an ensemble, a cascade) is
+called once per order on the swapped input and its verdict mapped back; give it members that judge one order, or
 pass ``swap=SwapPolicy(mode="single")`` to leave position bias to it.
 """
 
@@ -22,8 +23,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import CachePolicy, Checkpointer, Send
 from typing_extensions import TypedDict
 
-from judgegraph.judges import PairwiseJudge, coerce_input, graph_node
-from judgegraph.rules import ORDER_LABELS, combine_orders, combine_provenance, flip_verdict
+from judgegraph.judges import coerce_input, graph_node
+from judgegraph.rules import ORDER_LABELS, combine_orders, combine_provenance
 from judgegraph.types import PairwiseInput, PairwiseVerdict, Rubric, SwapPolicy, worst_status
 
 from ._context import CONTEXT_JUDGE, JudgeContext, JudgeSpec, check_spec, emit, lookup_judge
@@ -56,15 +57,6 @@ class _OrderTask(TypedDict):
     swapped: bool
 
 
-async def _judge_order(judge: Any, item: PairwiseInput, *, swapped: bool, context: Any) -> PairwiseVerdict:
-    if isinstance(judge, PairwiseJudge):
-        return await judge.ajudge_order(item, swapped=swapped, context=context)
-    result = await judge.ajudge(item.swapped() if swapped else item, context=context)
-    if not isinstance(result, PairwiseVerdict):
-        raise TypeError(f"pairwise graph: the judge returned a {type(result).__name__}, not a PairwiseVerdict")
-    return flip_verdict(result) if swapped else result
-
-
 def create_pairwise_graph(
     *,
     judge: JudgeSpec = CONTEXT_JUDGE,
@@ -87,7 +79,7 @@ def create_pairwise_graph(
         fields = {k: state.get(k) for k in PairwiseInput.model_fields if state.get(k) is not None}
         pair = coerce_input(PairwiseInput, fields)
         found = lookup_judge(judge, runtime.context, graph="pairwise")
-        policy = swap or (found.swap if isinstance(found, PairwiseJudge) else SwapPolicy())
+        policy = swap or found.order_policy or SwapPolicy()
         return {"pair": pair, "swap": policy, "orders": None}
 
     def fan_out(state: PairwiseState) -> list[Send]:
@@ -96,7 +88,7 @@ def create_pairwise_graph(
 
     async def order(task: _OrderTask, runtime: Runtime[Any]) -> dict[str, Any]:
         found = lookup_judge(judge, runtime.context, graph="pairwise")
-        verdict = await _judge_order(found, task["pair"], swapped=task["swapped"], context=runtime.context)
+        verdict = await found.ajudge_order(task["pair"], swapped=task["swapped"], context=runtime.context)
         label = ORDER_LABELS[task["swapped"]]
         emit(runtime, {"graph": name, "order": label, "verdict": verdict})
         return {"orders": {label: verdict}}

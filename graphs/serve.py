@@ -20,8 +20,10 @@ This file is loaded by path, so it imports the package absolutely.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from judgegraph.backends import Backend, BackendError, Capabilities, GenerateRequest, GenerateResult
@@ -35,12 +37,13 @@ from judgegraph.graphs import (
 )
 from judgegraph.judges import (
     Judge,
+    ajudge_one_order,
     create_multiturn_judge,
     create_pairwise_judge,
     create_pointwise_judge,
     find_in_context,
 )
-from judgegraph.types import Pricing, SwapPolicy
+from judgegraph.types import PairwiseInput, PairwiseVerdict, Pricing, SwapPolicy
 
 __all__ = [
     "EnvBackend",
@@ -118,14 +121,34 @@ _backends: dict[tuple[str, str | None], EnvBackend] = {}
 
 
 class ServedJudge:
-    """A judge whose backend is chosen per run from the JSON context."""
+    """A judge whose backend is chosen per run from the JSON context.
+
+    It satisfies the judge contract itself: it judges a pair as a whole (one
+    ``ajudge`` per answer order), and needs nothing in the context up front
+    (it builds its backend from the context's model and endpoint)."""
+
+    order_policy: SwapPolicy | None = None
 
     def __init__(self, judge: Judge[Any, Any]) -> None:
         self.judge = judge
         self.name = judge.name
+        self.input_model: type[BaseModel] = judge.input_model
+
+    @property
+    def needs_batch(self) -> bool:
+        return self.judge.needs_batch
 
     async def ajudge(self, value: Any, *, context: Any = None) -> Any:
         return await self.judge.ajudge(value, context={"backend": backend_for(context)})
+
+    async def ajudge_order(self, item: PairwiseInput, *, swapped: bool, context: Any = None) -> PairwiseVerdict:
+        return await ajudge_one_order(self, item, swapped=swapped, context=context)
+
+    def check_context(self, context: Any) -> None:
+        """Nothing to check: the backend is made from the context when called."""
+
+    def config_fingerprint(self) -> Mapping[str, Any] | None:
+        return None
 
 
 GUARDRAIL_THRESHOLD = 4.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, Protocol, TypedDict, runtime_checkable
 
 from pydantic import Field, model_validator
 
@@ -30,6 +30,7 @@ __all__ = [
     "EvaluatorResult",
     "FrozenModel",
     "JudgeInputError",
+    "JudgeResult",
     "LabelVerdict",
     "MemberRecord",
     "Message",
@@ -116,6 +117,35 @@ class Provenance(FrozenModel):
     cost_usd: float | None = None
     attempts: int = 1
     status: Status = Status.OK
+
+
+@runtime_checkable
+class JudgeResult(Protocol):
+    """What every judge's result is, whatever else it carries: a status, why
+    it is not ok, and where it came from. :class:`PointwiseScore`,
+    :class:`PairwiseVerdict`, :class:`RubricResult`, :class:`LabelVerdict`
+    and the graders' results all are; a judge's own result type must be too
+    (a frozen pydantic model with these fields is), so jobs can store it and
+    graphs can read its status without knowing its kind.
+    """
+
+    @property
+    def status(self) -> Status: ...
+
+    @property
+    def reason(self) -> str | None:
+        """Why ``status`` is not ok (None when it is)."""
+
+    @property
+    def provenance(self) -> Provenance | None:
+        """Judge, backend, model, template, usage and cost, when known."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    def model_dump_json(self) -> str:
+        """The result as JSON, as a job stores it."""
+        ...
 
 
 class TierRecord(FrozenModel):

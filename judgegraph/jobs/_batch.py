@@ -188,7 +188,7 @@ def _check(judge: Any, context: Mapping[str, Any] | None) -> Judge[Any, Any]:
         judge = found
     if not isinstance(judge, Judge):
         raise TypeError(f"batch job: the judge is a {type(judge).__name__}, not a judgegraph Judge")
-    if getattr(judge, "needs_batch", False):
+    if judge.needs_batch:
         raise ValueError(
             "batch job: a budget policy ranks each chunk of items, which the batch engine's rounds would change;"
             " use a threshold policy (LowConfidence, ScoreMargin, SwapInconsistency) with --batch-api"

@@ -7,10 +7,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel
-
 from judgegraph.backends import Backend, RateLimitedBackend, RateLimiter
 from judgegraph.judges import Judge, JudgeInputError
+from judgegraph.types import JudgeResult
 
 from ._spec import PreparedRow, judge_fingerprint
 from ._store import ResultRecord
@@ -18,21 +17,19 @@ from ._store import ResultRecord
 __all__ = ["failure_record", "fingerprint_for", "judge_prepared", "limit_context", "verdict_record"]
 
 
-def verdict_record(config_hash: str, item_hash: str, verdict: Any) -> ResultRecord:
-    """A judge's result (any pydantic result with ``status``) as a store record."""
-    prov = getattr(verdict, "provenance", None)
-    usage = getattr(prov, "usage", None)
-    status = getattr(verdict, "status", None)
+def verdict_record(config_hash: str, item_hash: str, verdict: JudgeResult) -> ResultRecord:
+    """A judge's result (see :class:`~judgegraph.types.JudgeResult`) as a store record."""
+    prov = verdict.provenance
     return ResultRecord(
         config_hash=config_hash,
         item_hash=item_hash,
-        status=str(getattr(status, "value", status)),
-        reason=getattr(verdict, "reason", None),
-        result=verdict.model_dump_json() if isinstance(verdict, BaseModel) else json.dumps(verdict),
-        cost_usd=getattr(prov, "cost_usd", None),
-        prompt_tokens=getattr(usage, "prompt_tokens", 0),
-        completion_tokens=getattr(usage, "completion_tokens", 0),
-        attempts=getattr(prov, "attempts", 1),
+        status=str(verdict.status.value),
+        reason=verdict.reason,
+        result=verdict.model_dump_json(),
+        cost_usd=prov.cost_usd if prov is not None else None,
+        prompt_tokens=prov.usage.prompt_tokens if prov is not None else 0,
+        completion_tokens=prov.usage.completion_tokens if prov is not None else 0,
+        attempts=prov.attempts if prov is not None else 1,
         finished_at=time.time(),
     )
 
@@ -61,7 +58,7 @@ async def judge_prepared(judge: Judge[Any, Any], prep: PreparedRow, *, context: 
         verdict = await judge.ajudge(prep.item, context=context)
     except Exception as exc:
         return failure_record(config_hash, prep.item_hash, exc)
-    if getattr(verdict, "status", None) is None:
+    if not isinstance(verdict, JudgeResult):
         return failure_record(
             config_hash, prep.item_hash, TypeError(f"judge returned a {type(verdict).__name__} without a status")
         )

@@ -193,7 +193,7 @@ async def _drive(
 
     store.auto_flush = False  # commits happen on the flusher's thread, off the event loop
     flush_task = asyncio.create_task(flusher())
-    if getattr(judge, "needs_batch", False):
+    if judge.needs_batch:
         # A judge that ranks a whole batch (a cascade with a budget policy)
         # cannot take items one at a time: feed it chunks.
         work = _drive_batches(preparer, rows, rec, judge, ctx, concurrency, rerun_failed, room)

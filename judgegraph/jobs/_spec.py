@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from judgegraph.backends import Backend, canonical_json, identity_hash, identity_value, verdict_identity
 from judgegraph.config import BackendConfig, JudgeConfig, JudgeKind, build_backend, build_judge
-from judgegraph.judges import Judge, JudgeInputError, coerce_input
+from judgegraph.judges import AsyncJudge, Judge, JudgeInputError, coerce_input
 from judgegraph.types import FrozenModel
 
 from ..types import ConversationInput, PairwiseInput, PointwiseInput
@@ -121,14 +121,14 @@ def _judge_value(value: Any) -> Any:
 _RUNTIME_ONLY = {"max_concurrency", "concurrency"}
 
 
-def _judge_settings(judge: Any, *, own_backend: bool) -> dict[str, Any]:
+def _judge_settings(judge: AsyncJudge[Any], *, own_backend: bool) -> dict[str, Any]:
     """A judge's own settings: its ``config_fingerprint()`` where it says them
     itself, else its public attributes, judges nested in it included (cascade
     tiers, ensemble members); ``own_backend`` keeps its ``backend`` attribute
     (a nested judge's, or a key), else the caller keys the backend."""
-    own = getattr(judge, "config_fingerprint", None)
-    if callable(own):
-        fp: dict[str, Any] = {"custom": identity_value(own(), _judge_value)}
+    own = judge.config_fingerprint()
+    if own is not None:
+        fp: dict[str, Any] = {"custom": identity_value(own, _judge_value)}
     else:
         fp = {
             k: identity_value(v, _judge_value)
@@ -140,7 +140,7 @@ def _judge_settings(judge: Any, *, own_backend: bool) -> dict[str, Any]:
 
 
 def judge_fingerprint(
-    judge: Any,
+    judge: AsyncJudge[Any],
     backend: Backend | None,
     *,
     context_backends: Mapping[str, Backend] | None = None,

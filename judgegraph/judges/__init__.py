@@ -1,6 +1,8 @@
 """Judges: the plain :class:`Judge` API, model-backed judges, composites,
 replays and LangGraph nodes.
 
+- :class:`AsyncJudge`: the one judge contract (``ajudge(item, *, context)``
+  and declared capabilities) that graphs and jobs rely on.
 - :class:`Judge`: what every judge is (input model, name, ``ajudge``,
   ``ajudge_many``, the Runnable bridge, the runtime-context lookup).
 - :class:`ModelJudge`: a judge that asks a model through a template and a
@@ -43,6 +45,7 @@ from ._composite import (
     sum_usage,
     verdict_text,
 )
+from ._contract import AsyncJudge, Context, ajudge_one_order, as_async_judge
 from ._ensemble import Aggregation, EnsembleJudge, create_ensemble_judge
 from ._model import ModelJudge, Outcome
 from ._node import create_batch_judge_node, create_judge_node, graph_node
@@ -73,7 +76,9 @@ __all__ = [
     "RAISE_ON_FAILURE_KEY",
     "Aggregation",
     "ArgsMode",
+    "AsyncJudge",
     "CompositeJudge",
+    "Context",
     "EnsembleJudge",
     "FewShotCheck",
     "FromContext",
@@ -104,8 +109,10 @@ __all__ = [
     "TrajectoryPairInput",
     "VerdictRecord",
     "acheck_few_shot",
+    "ajudge_one_order",
     "arecord_verdicts",
     "arun_part",
+    "as_async_judge",
     "coerce_input",
     "context_from_config",
     "cost_of",

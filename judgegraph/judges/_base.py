@@ -16,9 +16,10 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ValidationError
 
 from judgegraph.backends import Backend, run_sync
-from judgegraph.types import JudgeInputError, Status
+from judgegraph.types import JudgeInputError, JudgeResult, PairwiseInput, PairwiseVerdict, Status, SwapPolicy
 from judgegraph.types import worst_status as worst
 
+from ._contract import ajudge_one_order
 from ._from_messages import from_chat_state
 
 __all__ = [
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 InT = TypeVar("InT", bound=BaseModel)
-OutT = TypeVar("OutT", bound=BaseModel)
+OutT = TypeVar("OutT", bound=JudgeResult)
 T = TypeVar("T")
 
 CONTEXT_CONFIG_KEY = "judge_context"
@@ -134,6 +135,10 @@ def _failed(result: Any) -> bool:
 
 class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
     """What every judge is: give it an input, get a result with a status.
+    It is the :class:`~judgegraph.judges.AsyncJudge` contract with every
+    capability declared (the defaults here: judges one item at a time, a
+    pair as a whole, keyed by its public attributes), plus the sync and
+    Runnable bridges over ``ajudge``.
 
     Subclasses set ``input_model`` and ``name`` and implement
     :meth:`_ajudge_item`. Invalid input raises :class:`JudgeInputError`;
@@ -153,6 +158,26 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
     input_model: type[InT]
     name: str
     raise_on_failure: bool = False
+
+    @property
+    def order_policy(self) -> SwapPolicy | None:
+        """See :attr:`AsyncJudge.order_policy`: None, a pair is judged as a whole."""
+        return None
+
+    def with_order_policy(self, policy: SwapPolicy) -> Judge[InT, OutT]:
+        """This judge with ``policy`` as its :attr:`order_policy`; judges that
+        judge a pair as a whole (no order policy) return themselves."""
+        return self
+
+    @property
+    def needs_batch(self) -> bool:
+        """See :attr:`AsyncJudge.needs_batch`; False unless a judge says otherwise."""
+        return False
+
+    def config_fingerprint(self) -> Mapping[str, Any] | None:
+        """See :meth:`AsyncJudge.config_fingerprint`: None, so the judge is
+        keyed by its public attributes (nested judges included)."""
+        return None
 
     # ------------------------------------------------------------ public API
 
@@ -189,6 +214,11 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
                     return JudgeInputError(f"item {i}: {exc}")
 
         return list(await asyncio.gather(*(one(i, v) for i, v in enumerate(values))))
+
+    async def ajudge_order(self, item: PairwiseInput, *, swapped: bool, context: Any = None) -> PairwiseVerdict:
+        """One answer order of a pair (see :meth:`AsyncJudge.ajudge_order`):
+        by default :meth:`ajudge` on the pair, swapped or not, mapped back."""
+        return await ajudge_one_order(self, item, swapped=swapped, context=context)
 
     def judge(self, value: InT | Mapping[str, Any], *, context: Any = None) -> OutT:
         """:meth:`ajudge` from sync code."""

@@ -15,7 +15,7 @@ from judgegraph._parsing import Parsed, ParseError, copies_evaluated, parse_outp
 from judgegraph._score_distribution import DistributionMethod
 from judgegraph._templates import Template, get_template
 from judgegraph.backends import Backend, BackendError, GenerateRequest, GenerateResult, resolve_model
-from judgegraph.types import Message, Pricing, Provenance, Status, Usage
+from judgegraph.types import JudgeResult, Message, Pricing, Provenance, Status, Usage
 
 from ._base import CONTEXT_BACKEND, FromContext, Judge
 from ._distribution import adistributions
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["ModelJudge", "Outcome"]
 
 InT = TypeVar("InT", bound=BaseModel)
-OutT = TypeVar("OutT", bound=BaseModel)
+OutT = TypeVar("OutT", bound=JudgeResult)
 
 
 @dataclass(frozen=True, slots=True)

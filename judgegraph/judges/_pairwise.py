@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
 from judgegraph._score_distribution import pair_winner_distribution
@@ -56,6 +57,17 @@ class PairwiseJudge(ModelJudge[PairwiseInput, PairwiseVerdict]):
         if self.template.kind != self.template_kind:
             raise ValueError(f"template {self.template.id!r} is not a {self.template_kind} template")
         self.swap = swap or SwapPolicy()
+
+    @property
+    def order_policy(self) -> SwapPolicy:
+        """Declared (see :attr:`AsyncJudge.order_policy`): each answer order
+        is a call of its own (:meth:`ajudge_order`), merged under ``swap``."""
+        return self.swap
+
+    def with_order_policy(self, policy: SwapPolicy) -> PairwiseJudge:
+        clone = copy.copy(self)
+        clone.swap = policy
+        return clone
 
     async def _judge(self, item: PairwiseInput, backend: Backend) -> PairwiseVerdict:
         if self.swap.mode == "both":

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Literal
 
 from judgegraph.backends import Backend, BackendError, Capabilities, GenerateRequest, GenerateResult
 from judgegraph.config import BackendConfig, JudgeConfig, build_backend, build_judge
-from judgegraph.judges import Judge, PairwiseJudge
+from judgegraph.judges import Judge
 from judgegraph.types import PairwiseInput, PointwiseInput, Pricing, SwapPolicy
 
 from ._settings import JudgeSettings
@@ -78,8 +77,7 @@ def create_judge(
         raise TypeError(
             f"a {kind} assertion needs a judge of {want.__name__}; {judge.name} takes {judge.input_model.__name__}"
         )
-    if isinstance(judge, PairwiseJudge) and judge.swap.mode != "both":
-        both = copy.copy(judge)
-        both.swap = SwapPolicy(mode="both", on_inconsistent=judge.swap.on_inconsistent)
-        return both
+    policy = judge.order_policy  # declared by judges that run each answer order as a call (PairwiseJudge)
+    if policy is not None and policy.mode != "both":
+        return judge.with_order_policy(SwapPolicy(mode="both", on_inconsistent=policy.on_inconsistent))
     return judge

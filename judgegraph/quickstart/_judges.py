@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from judgegraph.backends import Backend, Endpoint
 from judgegraph.datasets import PandaLMItem
-from judgegraph.judges import Judge, PairwiseJudge, ReplayJudge, from_context, item_key
+from judgegraph.judges import AsyncJudge, Judge, PairwiseJudge, ReplayJudge, from_context, item_key
 
 if TYPE_CHECKING:
     from judgegraph.graphs.pairwise import PairwiseGraphInput
@@ -104,10 +104,10 @@ class GraphJudge(Judge[PairwiseInput, PairwiseVerdict]):
 
     input_model = PairwiseInput
 
-    def __init__(self, judge: Any, *, name: str, fingerprint: Mapping[str, Any]) -> None:
+    def __init__(self, judge: AsyncJudge[Any], *, name: str, fingerprint: Mapping[str, Any]) -> None:
         from judgegraph.graphs import create_pairwise_graph
 
-        swap = None if isinstance(judge, PairwiseJudge) else SwapPolicy(mode="single")
+        swap = None if judge.order_policy is not None else SwapPolicy(mode="single")
         self.name = name
         self.inner = judge  # not ``judge``: that name is Judge's sync method
         self.graph = create_pairwise_graph(judge=from_context("judge"), swap=swap, name=name)
