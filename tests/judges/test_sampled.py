@@ -18,9 +18,9 @@ from judgegraph import PairwiseInput, PairwiseJudge, PointwiseJudge, ScriptedBac
 from judgegraph.backends import CachedBackend, GenerateRequest, MemoryCache, OpenAIBackend
 from judgegraph.cascade import Label, LowConfidence, Tier, create_cascade_judge, plan_cascades
 from judgegraph.jobs import RunMismatchError, SourceConfig, arun_job, config_hash, fingerprint_for
-from judgegraph.judges import SampledJudge, create_sampled_judge, takes_temperature
+from judgegraph.judges import SampledJudge, create_judge, create_sampled_judge, takes_temperature
 from judgegraph.testing import LoopbackRequest, LoopbackServer, Reply, tokenize
-from judgegraph.types import PairwiseVerdict, PointwiseScore, Pricing
+from judgegraph.types import LabelVerdict, PairwiseVerdict, PointwiseScore, Pricing
 
 ITEM = {"instruction": "Name a prime.", "response": "7"}
 PAIR = PairwiseInput(instruction="Name a prime.", response_a="7", response_b="8")
@@ -285,3 +285,14 @@ async def test_the_k_draws_are_in_flight_together() -> None:
     with LoopbackServer(hold) as server:
         r = await create_sampled_judge(PointwiseJudge(openai(server)), k=5).ajudge(ITEM)
     assert r.ok and sorted(arrived) == [0, 1, 2, 3, 4]
+
+
+async def test_a_label_judge_samples_to_its_modal_label() -> None:
+    def answer(req: GenerateRequest) -> str:
+        return "Because. [RESULT] " + ("yes" if (req.seed or 0) % 3 else "no")  # seeds 0, 3 say no
+
+    judge = create_sampled_judge(create_judge("Is the answer correct?", ScriptedBackend(answer), choices=["yes", "no"]))
+    r = await judge.ajudge(ITEM)
+    assert isinstance(r, LabelVerdict) and r.label == "yes" and r.confidence == pytest.approx(0.6)
+    assert r.provenance is not None and r.provenance.attempts == 5
+    assert "no×2, yes×3" in (r.rationale or "")
