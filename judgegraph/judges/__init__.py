@@ -5,6 +5,9 @@ replays and LangGraph nodes.
   and declared capabilities) that graphs and jobs rely on.
 - :class:`Judge`: what every judge is (input model, name, ``ajudge``,
   ``ajudge_many``, the Runnable bridge, the runtime-context lookup).
+- :class:`ModelJudgeOptions` (and its part :class:`CallOptions`): the model
+  judges' options, declared once; constructors and factories take them as
+  ``**options: Unpack[ModelJudgeOptions]``.
 - :class:`ModelJudge`: a judge that asks a model through a template and a
   backend (``PointwiseJudge``, ``PairwiseJudge``, ``RubricJudge``, ``MultiTurnJudge``).
 - :class:`CompositeJudge`: a judge made of judges (ensembles here, cascades in
@@ -47,7 +50,7 @@ from ._composite import (
 )
 from ._contract import AsyncJudge, Context, ajudge_one_order, as_async_judge
 from ._ensemble import Aggregation, EnsembleJudge, create_ensemble_judge
-from ._model import ModelJudge, Outcome
+from ._model import CallOptions, ModelJudge, ModelJudgeOptions, Outcome
 from ._node import create_batch_judge_node, create_judge_node, graph_node
 from ._pairwise import PairwiseJudge, create_pairwise_judge
 from ._pointwise import MultiTurnJudge, PointwiseJudge, create_multiturn_judge, create_pointwise_judge
@@ -77,6 +80,7 @@ __all__ = [
     "Aggregation",
     "ArgsMode",
     "AsyncJudge",
+    "CallOptions",
     "CompositeJudge",
     "Context",
     "EnsembleJudge",
@@ -89,6 +93,7 @@ __all__ = [
     "LabelledExample",
     "MatchMode",
     "ModelJudge",
+    "ModelJudgeOptions",
     "MultiTurnJudge",
     "Outcome",
     "PairwiseJudge",

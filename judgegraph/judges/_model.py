@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import time
+import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 
 from pydantic import BaseModel
 
@@ -24,10 +26,86 @@ from ._tracing import agenerate_traced
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["ModelJudge", "Outcome"]
+__all__ = ["CallOptions", "ModelJudge", "ModelJudgeOptions", "Outcome", "spell_out_options"]
 
 InT = TypeVar("InT", bound=BaseModel)
 OutT = TypeVar("OutT", bound=JudgeResult)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class CallOptions(TypedDict, total=False):
+    """How a model judge asks its model, declared once for every model judge
+    and factory (``**options: Unpack[CallOptions]``); every one is part of the
+    verdict identity.
+
+    - ``structured``: ask for a JSON verdict; None (default) when the backend
+      can, False never, True when the backend can.
+    - ``max_tokens``: the most tokens an answer may use (default 512).
+    - ``top_logprobs``: token alternatives read for the score distribution
+      when the backend has logprobs (default 10; 0 reads none).
+    - ``repair``: ask once more, saying why, when an answer cannot be read (default True).
+    """
+
+    structured: bool | None
+    max_tokens: int
+    top_logprobs: int
+    repair: bool
+
+
+class ModelJudgeOptions(CallOptions, total=False):
+    """Every model judge's options: :class:`CallOptions` and
+
+    - ``name``: the judge's name in results (default: its class name).
+    - ``template``: a template id or :class:`~judgegraph.judges.Template`
+      (default: the judge's own).
+    - ``scale``: the score scale (default: the template's).
+    """
+
+    name: str | None
+    template: str | Template | None
+    scale: tuple[int, int] | None
+
+
+OPTION_DEFAULTS: ModelJudgeOptions = {
+    "name": None,
+    "template": None,
+    "scale": None,
+    "structured": None,
+    "max_tokens": 512,
+    "top_logprobs": 10,
+    "repair": True,
+}
+"""The defaults of :class:`ModelJudgeOptions`, the one place they are given."""
+
+
+def spell_out_options(options: type[CallOptions]) -> Callable[[F], F]:
+    """Give a constructor or factory that takes ``**options: Unpack[options]``
+    a signature with each option spelled out as a keyword-only parameter
+    with its default, for ``help()``, ``inspect.signature`` and runtime IDEs
+    (mypy reads the ``Unpack`` itself)."""
+    hints = typing.get_type_hints(options)
+
+    def spell(func: F) -> F:
+        sig = inspect.signature(func)
+        params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        named = {p.name for p in params}
+        params += [
+            inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=OPTION_DEFAULTS.get(k), annotation=hint)
+            for k, hint in hints.items()
+            if k not in named
+        ]
+        func.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        return func
+
+    return spell
+
+
+def _resolved(where: str, options: ModelJudgeOptions) -> ModelJudgeOptions:
+    """``options`` with the defaults filled in; an unknown option is a TypeError, as for a spelled-out signature."""
+    unknown = set(options) - set(OPTION_DEFAULTS)
+    if unknown:
+        raise TypeError(f"{where}() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    return {**OPTION_DEFAULTS, **options}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,26 +148,22 @@ class ModelJudge(Judge[InT, OutT]):
 
     default_template: str
 
+    @spell_out_options(ModelJudgeOptions)
     def __init__(
         self,
         backend: Backend | BaseChatModel | str | FromContext = CONTEXT_BACKEND,
-        *,
-        name: str | None = None,
-        template: str | Template | None = None,
-        scale: tuple[int, int] | None = None,
-        structured: bool | None = None,
-        max_tokens: int = 512,
-        top_logprobs: int = 10,
-        repair: bool = True,
+        **options: Unpack[ModelJudgeOptions],
     ) -> None:
+        o = _resolved(type(self).__name__, options)
+        template = o["template"]
         self.backend: Backend | FromContext = backend if isinstance(backend, FromContext) else _as_backend(backend)
         self.template = template if isinstance(template, Template) else get_template(template or self.default_template)
-        self.name = name or type(self).__name__
-        self.scale = scale or self.template.default_scale
-        self.structured = structured
-        self.max_tokens = max_tokens
-        self.top_logprobs = top_logprobs
-        self.repair = repair
+        self.name = o["name"] or type(self).__name__
+        self.scale = o["scale"] or self.template.default_scale
+        self.structured = o["structured"]
+        self.max_tokens = o["max_tokens"]
+        self.top_logprobs = o["top_logprobs"]
+        self.repair = o["repair"]
 
     # ------------------------------------------------------------ public API
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from typing import Any
+from typing import Any, Unpack
 
 from judgegraph._score_distribution import pair_winner_distribution
-from judgegraph._templates import Template, rubric_text
+from judgegraph._templates import rubric_text
 from judgegraph.backends import Backend
 from judgegraph.rules import SWAPPED_WINNER, combine_orders, combine_provenance
 from judgegraph.types import PairwiseInput, PairwiseVerdict, Status, SwapPolicy, Winner, worst_status
 
 from ._base import CONTEXT_BACKEND, FromContext
-from ._model import ModelJudge, Outcome
+from ._model import ModelJudge, ModelJudgeOptions, Outcome, spell_out_options
 
 __all__ = ["PairwiseJudge", "create_pairwise_judge"]
 
@@ -31,29 +31,15 @@ class PairwiseJudge(ModelJudge[PairwiseInput, PairwiseVerdict]):
     default_template = "pairwise-scores"
     template_kind = "pairwise"  # the template kind this judge renders
 
+    @spell_out_options(ModelJudgeOptions)
     def __init__(
         self,
         backend: Backend | str | FromContext = CONTEXT_BACKEND,
         *,
         swap: SwapPolicy | None = None,
-        name: str | None = None,
-        template: str | Template | None = None,
-        scale: tuple[int, int] | None = None,
-        structured: bool | None = None,
-        max_tokens: int = 512,
-        top_logprobs: int = 10,
-        repair: bool = True,
+        **options: Unpack[ModelJudgeOptions],
     ) -> None:
-        super().__init__(
-            backend,
-            name=name,
-            template=template,
-            scale=scale,
-            structured=structured,
-            max_tokens=max_tokens,
-            top_logprobs=top_logprobs,
-            repair=repair,
-        )
+        super().__init__(backend, **options)
         if self.template.kind != self.template_kind:
             raise ValueError(f"template {self.template.id!r} is not a {self.template_kind} template")
         self.swap = swap or SwapPolicy()
@@ -145,27 +131,13 @@ class PairwiseJudge(ModelJudge[PairwiseInput, PairwiseVerdict]):
         )
 
 
+@spell_out_options(ModelJudgeOptions)
 def create_pairwise_judge(
     backend: Backend | str | FromContext = CONTEXT_BACKEND,
     *,
-    template: str | Template = "pairwise-scores",
     swap: SwapPolicy | None = None,
-    name: str | None = None,
-    scale: tuple[int, int] | None = None,
-    structured: bool | None = None,
-    max_tokens: int = 512,
-    top_logprobs: int = 10,
-    repair: bool = True,
+    **options: Unpack[ModelJudgeOptions],
 ) -> PairwiseJudge:
-    """A :class:`PairwiseJudge`; every option is its constructor's."""
-    return PairwiseJudge(
-        backend,
-        swap=swap,
-        name=name,
-        template=template,
-        scale=scale,
-        structured=structured,
-        max_tokens=max_tokens,
-        top_logprobs=top_logprobs,
-        repair=repair,
-    )
+    """A :class:`PairwiseJudge`; every option is its constructor's (template
+    ``pairwise-scores`` unless given)."""
+    return PairwiseJudge(backend, swap=swap, **options)

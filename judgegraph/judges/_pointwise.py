@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
-from judgegraph._templates import Template, generic_rubric, rubric_text
+from judgegraph._templates import generic_rubric, rubric_text
 from judgegraph.backends import Backend
 from judgegraph.types import ConversationInput, PointwiseInput, PointwiseScore, Rubric, Status
 
 from ._base import CONTEXT_BACKEND, FromContext, JudgeInputError, coerce_input
-from ._model import ModelJudge, Outcome
+from ._model import ModelJudge, ModelJudgeOptions, Outcome, spell_out_options
 from ._transcript import render_message, render_transcript
 
 __all__ = [
@@ -54,28 +54,11 @@ class PointwiseJudge(_ScoreJudge):
     input_model = PointwiseInput
     default_template = "pointwise-rubric"
 
+    @spell_out_options(ModelJudgeOptions)
     def __init__(
-        self,
-        backend: Backend | str | FromContext = CONTEXT_BACKEND,
-        *,
-        name: str | None = None,
-        template: str | Template | None = None,
-        scale: tuple[int, int] | None = None,
-        structured: bool | None = None,
-        max_tokens: int = 512,
-        top_logprobs: int = 10,
-        repair: bool = True,
+        self, backend: Backend | str | FromContext = CONTEXT_BACKEND, **options: Unpack[ModelJudgeOptions]
     ) -> None:
-        super().__init__(
-            backend,
-            name=name,
-            template=template,
-            scale=scale,
-            structured=structured,
-            max_tokens=max_tokens,
-            top_logprobs=top_logprobs,
-            repair=repair,
-        )
+        super().__init__(backend, **options)
         if self.template.kind != "pointwise":
             raise ValueError(f"template {self.template.id!r} is not a pointwise template")
 
@@ -103,31 +86,17 @@ class MultiTurnJudge(_ScoreJudge):
     input_model = ConversationInput
     default_template = "conversation"
 
+    @spell_out_options(ModelJudgeOptions)
     def __init__(
         self,
         backend: Backend | str | FromContext = CONTEXT_BACKEND,
         *,
         mode: Literal["conversation", "turn"] = "conversation",
-        name: str | None = None,
-        template: str | Template | None = None,
-        scale: tuple[int, int] | None = None,
-        structured: bool | None = None,
-        max_tokens: int = 512,
-        top_logprobs: int = 10,
-        repair: bool = True,
+        **options: Unpack[ModelJudgeOptions],
     ) -> None:
-        if template is None:
-            template = "conversation" if mode == "conversation" else "last-turn"
-        super().__init__(
-            backend,
-            name=name,
-            template=template,
-            scale=scale,
-            structured=structured,
-            max_tokens=max_tokens,
-            top_logprobs=top_logprobs,
-            repair=repair,
-        )
+        if options.get("template") is None:
+            options["template"] = "conversation" if mode == "conversation" else "last-turn"
+        super().__init__(backend, **options)
         if self.template.kind != "conversation":
             raise ValueError(f"template {self.template.id!r} is not a conversation template")
         self.mode = mode
@@ -169,51 +138,21 @@ class MultiTurnJudge(_ScoreJudge):
         return self._score(await self._call(backend, fields, scale), scale, backend, started)
 
 
+@spell_out_options(ModelJudgeOptions)
 def create_pointwise_judge(
-    backend: Backend | str | FromContext = CONTEXT_BACKEND,
-    *,
-    template: str | Template = "pointwise-rubric",
-    name: str | None = None,
-    scale: tuple[int, int] | None = None,
-    structured: bool | None = None,
-    max_tokens: int = 512,
-    top_logprobs: int = 10,
-    repair: bool = True,
+    backend: Backend | str | FromContext = CONTEXT_BACKEND, **options: Unpack[ModelJudgeOptions]
 ) -> PointwiseJudge:
-    """A :class:`PointwiseJudge`; every option is its constructor's."""
-    return PointwiseJudge(
-        backend,
-        name=name,
-        template=template,
-        scale=scale,
-        structured=structured,
-        max_tokens=max_tokens,
-        top_logprobs=top_logprobs,
-        repair=repair,
-    )
+    """A :class:`PointwiseJudge`; every option is its constructor's (template
+    ``pointwise-rubric`` unless given)."""
+    return PointwiseJudge(backend, **options)
 
 
+@spell_out_options(ModelJudgeOptions)
 def create_multiturn_judge(
     backend: Backend | str | FromContext = CONTEXT_BACKEND,
     *,
     mode: Literal["conversation", "turn"] = "conversation",
-    name: str | None = None,
-    template: str | Template | None = None,
-    scale: tuple[int, int] | None = None,
-    structured: bool | None = None,
-    max_tokens: int = 512,
-    top_logprobs: int = 10,
-    repair: bool = True,
+    **options: Unpack[ModelJudgeOptions],
 ) -> MultiTurnJudge:
     """A :class:`MultiTurnJudge`; every option is its constructor's."""
-    return MultiTurnJudge(
-        backend,
-        mode=mode,
-        name=name,
-        template=template,
-        scale=scale,
-        structured=structured,
-        max_tokens=max_tokens,
-        top_logprobs=top_logprobs,
-        repair=repair,
-    )
+    return MultiTurnJudge(backend, mode=mode, **options)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Unpack
 
-from judgegraph._templates import Template
 from judgegraph.backends import Backend
 from judgegraph.rules import aggregate_rubric, combine_provenance, validate_criteria, weighted_score
 from judgegraph.types import Criterion, PointwiseInput, PointwiseScore, RubricResult, worst_status
 
 from ._base import CONTEXT_BACKEND, FromContext
-from ._model import ModelJudge
+from ._model import ModelJudge, ModelJudgeOptions, spell_out_options
 from ._pointwise import PointwiseJudge
 
 __all__ = ["RubricJudge", "create_rubric_judge", "weighted_score"]
@@ -29,43 +29,21 @@ class RubricJudge(ModelJudge[PointwiseInput, RubricResult]):
     input_model = PointwiseInput
     default_template = "pointwise-rubric"
 
+    @spell_out_options(ModelJudgeOptions)
     def __init__(
         self,
         backend: Backend | str | FromContext = CONTEXT_BACKEND,
         *,
         criteria: Sequence[Criterion],
         max_concurrency: int | None = None,
-        name: str | None = None,
-        template: str | Template | None = None,
-        scale: tuple[int, int] | None = None,
-        structured: bool | None = None,
-        max_tokens: int = 512,
-        top_logprobs: int = 10,
-        repair: bool = True,
+        **options: Unpack[ModelJudgeOptions],
     ) -> None:
-        super().__init__(
-            backend,
-            name=name,
-            template=template,
-            scale=scale,
-            structured=structured,
-            max_tokens=max_tokens,
-            top_logprobs=top_logprobs,
-            repair=repair,
-        )
+        super().__init__(backend, **options)
         self.criteria = validate_criteria(criteria)
         self.max_concurrency = max_concurrency
         # Each criterion is one pointwise judgement with this judge's options.
-        self._pointwise = PointwiseJudge(
-            backend,
-            name=name,
-            template=self.template,
-            scale=scale,
-            structured=structured,
-            max_tokens=max_tokens,
-            top_logprobs=top_logprobs,
-            repair=repair,
-        )
+        per_criterion: ModelJudgeOptions = {**options, "template": self.template}
+        self._pointwise = PointwiseJudge(backend, **per_criterion)
 
     async def _judge(self, item: PointwiseInput, backend: Backend) -> RubricResult:
         sem = asyncio.Semaphore(self.max_concurrency or len(self.criteria))
@@ -81,29 +59,13 @@ class RubricJudge(ModelJudge[PointwiseInput, RubricResult]):
         return aggregate_rubric(self.criteria, scores, provenance=prov)
 
 
+@spell_out_options(ModelJudgeOptions)
 def create_rubric_judge(
     backend: Backend | str | FromContext = CONTEXT_BACKEND,
     *,
     criteria: Sequence[Criterion],
     max_concurrency: int | None = None,
-    name: str | None = None,
-    template: str | Template | None = None,
-    scale: tuple[int, int] | None = None,
-    structured: bool | None = None,
-    max_tokens: int = 512,
-    top_logprobs: int = 10,
-    repair: bool = True,
+    **options: Unpack[ModelJudgeOptions],
 ) -> RubricJudge:
     """A :class:`RubricJudge`; every option is its constructor's."""
-    return RubricJudge(
-        backend,
-        criteria=criteria,
-        max_concurrency=max_concurrency,
-        name=name,
-        template=template,
-        scale=scale,
-        structured=structured,
-        max_tokens=max_tokens,
-        top_logprobs=top_logprobs,
-        repair=repair,
-    )
+    return RubricJudge(backend, criteria=criteria, max_concurrency=max_concurrency, **options)

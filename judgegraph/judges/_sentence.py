@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from pydantic import field_validator
 
@@ -32,7 +32,7 @@ from judgegraph.backends import Backend
 from judgegraph.types import FrozenModel, LabelVerdict, PointwiseInput, PointwiseScore, Status
 
 from ._base import CONTEXT_BACKEND, FromContext
-from ._model import ModelJudge, Outcome
+from ._model import CallOptions, ModelJudge, Outcome, spell_out_options
 
 __all__ = ["FewShotCheck", "LabelledExample", "SentenceJudge", "acheck_few_shot", "create_judge", "similarity"]
 
@@ -153,6 +153,7 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
     input_model = PointwiseInput
     default_template = "pointwise-rubric"
 
+    @spell_out_options(CallOptions)
     def __init__(
         self,
         criterion: str,
@@ -164,10 +165,7 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
         examples: Sequence[LabelledExample | Mapping[str, Any]] = (),
         k: int = 4,
         name: str | None = None,
-        structured: bool | None = None,
-        max_tokens: int = 512,
-        top_logprobs: int = 10,
-        repair: bool = True,
+        **options: Unpack[CallOptions],
     ) -> None:
         if not criterion.strip():
             raise ValueError("criterion must be a non-empty sentence")
@@ -192,10 +190,7 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
             name=name or "SentenceJudge",
             template=_template(criterion, labels, resolved),
             scale=resolved,
-            structured=structured,
-            max_tokens=max_tokens,
-            top_logprobs=top_logprobs,
-            repair=repair,
+            **options,
         )
         self.examples = self._check_examples(examples)
 
@@ -283,6 +278,7 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
         )
 
 
+@spell_out_options(CallOptions)
 def create_judge(
     criterion: str,
     backend: Backend | str | FromContext = CONTEXT_BACKEND,
@@ -293,10 +289,7 @@ def create_judge(
     examples: Sequence[LabelledExample | Mapping[str, Any]] = (),
     k: int = 4,
     name: str | None = None,
-    structured: bool | None = None,
-    max_tokens: int = 512,
-    top_logprobs: int = 10,
-    repair: bool = True,
+    **options: Unpack[CallOptions],
 ) -> SentenceJudge:
     """A judge from a sentence: ``create_judge("Is the reply polite?", choices=["yes", "no"])``
     or ``create_judge("How polite is the reply?", scale=(1, 5))``. With neither,
@@ -312,10 +305,7 @@ def create_judge(
         examples=examples,
         k=k,
         name=name,
-        structured=structured,
-        max_tokens=max_tokens,
-        top_logprobs=top_logprobs,
-        repair=repair,
+        **options,
     )
 
 

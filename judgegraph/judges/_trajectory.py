@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, Literal, overload
+from typing import Any, Literal, Unpack, overload
 
-from judgegraph._templates import Template, rubric_text
+from judgegraph._templates import rubric_text
 from judgegraph.backends import Backend
 from judgegraph.types import Message, PointwiseScore, SwapPolicy
 
 from ._base import CONTEXT_BACKEND, FromContext
+from ._model import ModelJudgeOptions, spell_out_options
 from ._pairwise import PairwiseJudge
 from ._pointwise import _ScoreJudge
 from ._trajectory_inputs import TrajectoryInput, TrajectoryPairInput
@@ -43,28 +44,11 @@ class TrajectoryJudge(_ScoreJudge):
     input_model = TrajectoryInput
     default_template = "trajectory"
 
+    @spell_out_options(ModelJudgeOptions)
     def __init__(
-        self,
-        backend: Backend | str | FromContext = CONTEXT_BACKEND,
-        *,
-        name: str | None = None,
-        template: str | Template | None = None,
-        scale: tuple[int, int] | None = None,
-        structured: bool | None = None,
-        max_tokens: int = 512,
-        top_logprobs: int = 10,
-        repair: bool = True,
+        self, backend: Backend | str | FromContext = CONTEXT_BACKEND, **options: Unpack[ModelJudgeOptions]
     ) -> None:
-        super().__init__(
-            backend,
-            name=name,
-            template=template,
-            scale=scale,
-            structured=structured,
-            max_tokens=max_tokens,
-            top_logprobs=top_logprobs,
-            repair=repair,
-        )
+        super().__init__(backend, **options)
         if self.template.kind != "trajectory":
             raise ValueError(f"template {self.template.id!r} is not a trajectory template")
 
@@ -107,13 +91,7 @@ def create_trajectory_judge(
     backend: Backend | str = ...,
     *,
     kind: Literal["rubric"] = ...,
-    name: str | None = ...,
-    template: str | Template | None = ...,
-    scale: tuple[int, int] | None = ...,
-    structured: bool | None = ...,
-    max_tokens: int = ...,
-    top_logprobs: int = ...,
-    repair: bool = ...,
+    **options: Unpack[ModelJudgeOptions],
 ) -> TrajectoryJudge: ...
 
 
@@ -123,12 +101,7 @@ def create_trajectory_judge(
     *,
     kind: Literal["pairwise"],
     swap: SwapPolicy | None = ...,
-    name: str | None = ...,
-    template: str | Template | None = ...,
-    structured: bool | None = ...,
-    max_tokens: int = ...,
-    top_logprobs: int = ...,
-    repair: bool = ...,
+    **options: Unpack[ModelJudgeOptions],
 ) -> PairwiseTrajectoryJudge: ...
 
 
@@ -143,6 +116,7 @@ def create_trajectory_judge(
 ) -> TrajectoryMatchJudge: ...
 
 
+@spell_out_options(ModelJudgeOptions)
 def create_trajectory_judge(
     backend: Backend | str | FromContext = CONTEXT_BACKEND,
     *,
@@ -151,13 +125,7 @@ def create_trajectory_judge(
     args: ArgsMode = "exact",
     args_overrides: Mapping[str, ArgsOverride] | None = None,
     swap: SwapPolicy | None = None,
-    name: str | None = None,
-    template: str | Template | None = None,
-    scale: tuple[int, int] | None = None,
-    structured: bool | None = None,
-    max_tokens: int = 512,
-    top_logprobs: int = 10,
-    repair: bool = True,
+    **options: Unpack[ModelJudgeOptions],
 ) -> Any:
     """A trajectory judge.
 
@@ -171,27 +139,12 @@ def create_trajectory_judge(
       :class:`TrajectoryMatchInput`.
     """
     if kind == "match":
-        return TrajectoryMatchJudge(mode=match, args=args, args_overrides=args_overrides, name=name)
+        return TrajectoryMatchJudge(mode=match, args=args, args_overrides=args_overrides, name=options.get("name"))
     if kind == "pairwise":
-        return PairwiseTrajectoryJudge(
-            backend,
-            swap=swap,
-            name=name,
-            template=template,
-            structured=structured,
-            max_tokens=max_tokens,
-            top_logprobs=top_logprobs,
-            repair=repair,
-        )
+        # As before: a pairwise trajectory judge's scale is its template's.
+        pair_options = options.copy()
+        pair_options.pop("scale", None)
+        return PairwiseTrajectoryJudge(backend, swap=swap, **pair_options)
     if kind != "rubric":
         raise ValueError(f"kind must be rubric, pairwise or match, got {kind!r}")
-    return TrajectoryJudge(
-        backend,
-        name=name,
-        template=template,
-        scale=scale,
-        structured=structured,
-        max_tokens=max_tokens,
-        top_logprobs=top_logprobs,
-        repair=repair,
-    )
+    return TrajectoryJudge(backend, **options)
