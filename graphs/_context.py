@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from judgegraph.judges import AsyncJudge, FromContext, as_async_judge
+from judgegraph.judges import AsyncJudge, Context, FromContext, as_async_judge
 from judgegraph.types import PointwiseInput
 
 __all__ = [
@@ -65,7 +65,7 @@ def check_spec(spec: object, *, graph: str) -> None:
         )
 
 
-def lookup_judge(spec: JudgeSpec | object, context: Any, *, graph: str) -> AsyncJudge[Any]:
+def lookup_judge(spec: JudgeSpec | object, context: Context, *, graph: str) -> AsyncJudge[Any]:
     """The judge ``spec`` names, under the judge contract (see
     :func:`~judgegraph.judges.as_async_judge`). A missing or wrong judge is a
     set-up error and raises, naming the key, rather than yielding a failed verdict."""
@@ -95,7 +95,7 @@ def check_judge_kind(judge: AsyncJudge[Any], *, graph: str, accepts: type[BaseMo
         )
 
 
-def check_backends(judge: AsyncJudge[Any], context: Any, *, graph: str) -> None:
+def check_backends(judge: AsyncJudge[Any], context: Context, *, graph: str) -> None:
     """Raise now, not as a failed verdict, when a backend the judge (or any
     judge inside it) looks up in the run context is not there."""
     try:

@@ -19,7 +19,7 @@ from judgegraph.backends import Backend, run_sync
 from judgegraph.types import JudgeInputError, JudgeResult, PairwiseInput, PairwiseVerdict, Status, SwapPolicy
 from judgegraph.types import worst_status as worst
 
-from ._contract import ajudge_one_order
+from ._contract import Context, ajudge_one_order
 from ._from_messages import from_chat_state
 
 __all__ = [
@@ -72,7 +72,7 @@ def _loc(parts: Sequence[int | str]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
 
 
-def find_in_context(context: Any, key: str) -> Any:
+def find_in_context(context: Context, key: str) -> Any:
     """``context[key]`` for a mapping, ``context.key`` for an object, else None."""
     if context is None:
         return None
@@ -88,7 +88,7 @@ class FromContext:
 
     key: str
 
-    def lookup(self, context: Any) -> Any:
+    def lookup(self, context: Context) -> Any:
         return find_in_context(context, self.key)
 
     def __repr__(self) -> str:
@@ -108,7 +108,7 @@ CONTEXT_BACKEND = FromContext("backend")
 """The default of every model judge: the backend under ``"backend"`` in the run's context."""
 
 
-def context_from_config(config: RunnableConfig | None) -> Any:
+def context_from_config(config: RunnableConfig | None) -> Context:
     """The runtime context a Runnable-style call carries in its config."""
     return ((config or {}).get("configurable") or {}).get(CONTEXT_CONFIG_KEY)
 
@@ -182,7 +182,7 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
     # ------------------------------------------------------------ public API
 
     async def ajudge(
-        self, value: InT | Mapping[str, Any], *, backend: Backend | None = None, context: Any = None
+        self, value: InT | Mapping[str, Any], *, backend: Backend | None = None, context: Context = None
     ) -> OutT:
         """Judge one input. ``backend`` overrides a model judge's own backend
         for this call; judges that hold no backend refuse it."""
@@ -195,7 +195,7 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
         *,
         max_concurrency: int = 16,
         backend: Backend | None = None,
-        context: Any = None,
+        context: Context = None,
     ) -> list[OutT | JudgeInputError]:
         """Judge many inputs concurrently, in input order. A malformed item
         yields its :class:`JudgeInputError` in place instead of failing the rest."""
@@ -215,26 +215,26 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
 
         return list(await asyncio.gather(*(one(i, v) for i, v in enumerate(values))))
 
-    async def ajudge_order(self, item: PairwiseInput, *, swapped: bool, context: Any = None) -> PairwiseVerdict:
+    async def ajudge_order(self, item: PairwiseInput, *, swapped: bool, context: Context = None) -> PairwiseVerdict:
         """One answer order of a pair (see :meth:`AsyncJudge.ajudge_order`):
         by default :meth:`ajudge` on the pair, swapped or not, mapped back."""
         return await ajudge_one_order(self, item, swapped=swapped, context=context)
 
-    def judge(self, value: InT | Mapping[str, Any], *, context: Any = None) -> OutT:
+    def judge(self, value: InT | Mapping[str, Any], *, context: Context = None) -> OutT:
         """:meth:`ajudge` from sync code."""
         return run_sync(self.ajudge(value, context=context))
 
     def judge_many(
-        self, values: Sequence[InT | Mapping[str, Any]], *, max_concurrency: int = 16, context: Any = None
+        self, values: Sequence[InT | Mapping[str, Any]], *, max_concurrency: int = 16, context: Context = None
     ) -> list[OutT | JudgeInputError]:
         """:meth:`ajudge_many` from sync code."""
         return run_sync(self.ajudge_many(values, max_concurrency=max_concurrency, context=context))
 
-    def check_context(self, context: Any) -> None:
+    def check_context(self, context: Context) -> None:
         """Raise before any call when something this judge needs is not in
         ``context``: a set-up error, not a failed verdict."""
 
-    def backend_for(self, context: Any) -> Backend | None:
+    def backend_for(self, context: Context) -> Backend | None:
         """The model backend this judge itself would call with ``context``, or
         None for judges that call none directly (composites, replays)."""
         return None
@@ -257,7 +257,7 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> OutT:
         return await self.arun_in(input, context_from_config(config), config, **kwargs)
 
-    async def arun_in(self, input: Any, context: Any, config: RunnableConfig | None, **kwargs: Any) -> OutT:
+    async def arun_in(self, input: Any, context: Context, config: RunnableConfig | None, **kwargs: Any) -> OutT:
         """Judge ``input`` as a chain run of its own under ``config``'s run
         (what a graph node does when someone is tracing)."""
         configurable = (config or {}).get("configurable") or {}
@@ -287,14 +287,14 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
 
     # ------------------------------------------------------------ internals
 
-    def _runner(self, backend: Backend | None, context: Any) -> Callable[[InT], Awaitable[OutT]]:
+    def _runner(self, backend: Backend | None, context: Context) -> Callable[[InT], Awaitable[OutT]]:
         """What judges one validated item, after the set-up checks: a set-up
         error raises here, before any item is judged."""
         self._refuse_backend(backend)
         self.check_context(context)
         return lambda item: self._ajudge_item(item, context)
 
-    async def _ajudge_item(self, item: InT, context: Any) -> OutT:
+    async def _ajudge_item(self, item: InT, context: Context) -> OutT:
         raise NotImplementedError
 
     def _refuse_backend(self, backend: Backend | None) -> None:

@@ -11,6 +11,7 @@ from judgegraph.backends import Backend
 from judgegraph.types import PairwiseVerdict, PointwiseScore, Usage
 
 from ._base import Judge, JudgeInputError, coerce_input
+from ._contract import Context
 
 __all__ = [
     "CompositeJudge",
@@ -51,7 +52,7 @@ class CompositeJudge(Judge[Any, Any]):
 
     # ------------------------------------------------------------ public API
 
-    async def ajudge(self, value: Any, *, backend: Backend | None = None, context: Any = None) -> Any:
+    async def ajudge(self, value: Any, *, backend: Backend | None = None, context: Context = None) -> Any:
         self._refuse_backend(backend)
         item = coerce_input(self.input_model, value)
         self.check_context(context)
@@ -63,7 +64,7 @@ class CompositeJudge(Judge[Any, Any]):
         *,
         max_concurrency: int = 16,
         backend: Backend | None = None,
-        context: Any = None,
+        context: Context = None,
     ) -> list[Any]:
         """Judge a batch, in input order; a malformed item yields its
         :class:`JudgeInputError` in place and the rest still run."""
@@ -86,7 +87,7 @@ class CompositeJudge(Judge[Any, Any]):
         """The judges this one is made of, in order."""
         return list(self._parts_list)
 
-    def check_context(self, context: Any) -> None:
+    def check_context(self, context: Context) -> None:
         """Fail before any call when a part's backend cannot be found."""
         for p in self._parts_list:
             p.check_context(context)
@@ -105,15 +106,15 @@ class CompositeJudge(Judge[Any, Any]):
         """Point this (copied) composite at ``parts``, same order as before."""
         self._parts_list = parts
 
-    async def _ajudge_item(self, item: Any, context: Any) -> Any:
+    async def _ajudge_item(self, item: Any, context: Context) -> Any:
         return (await self._run([item], context=context, max_concurrency=1))[0]
 
-    async def _run(self, items: list[Any], *, context: Any, max_concurrency: int) -> list[Any]:
+    async def _run(self, items: list[Any], *, context: Context, max_concurrency: int) -> list[Any]:
         raise NotImplementedError
 
 
 async def arun_part(
-    judge: Judge[Any, Any], items: list[Any], *, context: Any, max_concurrency: int
+    judge: Judge[Any, Any], items: list[Any], *, context: Context, max_concurrency: int
 ) -> list[Result | str]:
     """One part over a batch. A part that crashes yields the error text per
     item instead of sinking the batch."""

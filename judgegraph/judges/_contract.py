@@ -23,11 +23,12 @@ __all__ = ["AsyncJudge", "Context", "ajudge_one_order", "as_async_judge"]
 
 R_co = TypeVar("R_co", bound=JudgeResult, covariant=True)
 
-Context: TypeAlias = Mapping[str, Any] | Any
-"""A run's context: usually a mapping (a graph's ``runtime.context``, a job's
-``context=``) of the backends and judges it offers under keys; any object
-whose attributes are those keys works too (see ``find_in_context``), and
-None means none. Typed ``Any`` for that reason."""
+Context: TypeAlias = Mapping[str, Any] | object | None
+"""A run's context: what a judge finds its backends (and a graph its judges)
+in, under keys, at call time. Usually a mapping (a job's ``context=``, a
+graph's ``runtime.context``); an object whose attributes are the keys works
+too (a dataclass ``context_schema``), read by
+:func:`~judgegraph.judges.find_in_context`; None when the run offers nothing."""
 
 
 @runtime_checkable

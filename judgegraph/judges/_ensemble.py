@@ -15,6 +15,7 @@ from judgegraph.types import worst_status as worst
 
 from ._base import Judge
 from ._composite import CompositeJudge, Result, arun_part, cost_of, judge_name, latency_of, verdict_text
+from ._contract import Context
 
 __all__ = [
     "Aggregation",
@@ -111,7 +112,7 @@ class EnsembleJudge(CompositeJudge):
         self.weights = [float(w) for w in weights] if weights is not None else [1.0] * len(members)
         self.min_ok = min_ok
 
-    async def _run(self, items: list[Any], *, context: Any, max_concurrency: int) -> list[Result]:
+    async def _run(self, items: list[Any], *, context: Context, max_concurrency: int) -> list[Result]:
         per_member = await asyncio.gather(
             *(arun_part(m, items, context=context, max_concurrency=max_concurrency) for m in self.members)
         )

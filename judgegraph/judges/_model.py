@@ -20,6 +20,7 @@ from judgegraph.backends import Backend, BackendError, GenerateRequest, Generate
 from judgegraph.types import JudgeResult, Message, Pricing, Provenance, Status, Usage
 
 from ._base import CONTEXT_BACKEND, FromContext, Judge
+from ._contract import Context
 from ._distribution import adistributions
 from ._tracing import agenerate_traced
 
@@ -167,7 +168,7 @@ class ModelJudge(Judge[InT, OutT]):
 
     # ------------------------------------------------------------ public API
 
-    def resolve_backend(self, backend: Backend | None = None, context: Any = None) -> Backend:
+    def resolve_backend(self, backend: Backend | None = None, context: Context = None) -> Backend:
         """The backend for a call: ``backend`` if given, else the judge's own,
         else the one ``context`` holds under its ``from_context`` key."""
         if backend is not None:
@@ -180,10 +181,10 @@ class ModelJudge(Judge[InT, OutT]):
             raise LookupError(f"{self.name}: no backend given and none under {key!r} in the runtime context")
         return _as_backend(found)
 
-    def check_context(self, context: Any) -> None:
+    def check_context(self, context: Context) -> None:
         self.resolve_backend(None, context)
 
-    def backend_for(self, context: Any) -> Backend | None:
+    def backend_for(self, context: Context) -> Backend | None:
         return self.resolve_backend(None, context)
 
     def with_backends(self, wrap: Callable[[Backend], Backend]) -> ModelJudge[InT, OutT]:
@@ -195,12 +196,12 @@ class ModelJudge(Judge[InT, OutT]):
 
     # ------------------------------------------------------------ internals
 
-    def _runner(self, backend: Backend | None, context: Any) -> Callable[[InT], Awaitable[OutT]]:
+    def _runner(self, backend: Backend | None, context: Context) -> Callable[[InT], Awaitable[OutT]]:
         # ``backend`` overrides the judge's own for this call; resolved once per batch.
         b = self.resolve_backend(backend, context)
         return lambda item: self._judge(item, b)
 
-    async def _ajudge_item(self, item: InT, context: Any) -> OutT:
+    async def _ajudge_item(self, item: InT, context: Context) -> OutT:
         return await self._judge(item, self.resolve_backend(None, context))
 
     async def _judge(self, item: InT, backend: Backend) -> OutT:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from typing import Any, Unpack
+from typing import Unpack
 
 from judgegraph._score_distribution import pair_winner_distribution
 from judgegraph._templates import rubric_text
@@ -13,6 +13,7 @@ from judgegraph.rules import SWAPPED_WINNER, combine_orders, combine_provenance
 from judgegraph.types import PairwiseInput, PairwiseVerdict, Status, SwapPolicy, Winner, worst_status
 
 from ._base import CONTEXT_BACKEND, FromContext
+from ._contract import Context
 from ._model import ModelJudge, ModelJudgeOptions, Outcome, spell_out_options
 
 __all__ = ["PairwiseJudge", "create_pairwise_judge"]
@@ -70,7 +71,7 @@ class PairwiseJudge(ModelJudge[PairwiseInput, PairwiseVerdict]):
         return combine_orders(orders, policy=self.swap, provenance=prov)
 
     async def ajudge_order(
-        self, item: PairwiseInput, *, swapped: bool, backend: Backend | None = None, context: Any = None
+        self, item: PairwiseInput, *, swapped: bool, backend: Backend | None = None, context: Context = None
     ) -> PairwiseVerdict:
         """One answer order as one model call: the verdict on ``item`` as
         given, or with ``swapped=True`` on its swapped pair, stated for the

@@ -10,6 +10,7 @@ from judgegraph.backends import Backend
 from judgegraph.types import ConversationInput, PointwiseInput, PointwiseScore, Rubric, Status
 
 from ._base import CONTEXT_BACKEND, FromContext, JudgeInputError, coerce_input
+from ._contract import Context
 from ._model import ModelJudge, ModelJudgeOptions, Outcome, spell_out_options
 from ._transcript import render_message, render_transcript
 
@@ -108,7 +109,7 @@ class MultiTurnJudge(_ScoreJudge):
         return await self._judge_turn(item, last, backend)
 
     async def ajudge_turn(
-        self, value: Any, turn: int, *, backend: Backend | None = None, context: Any = None
+        self, value: Any, turn: int, *, backend: Backend | None = None, context: Context = None
     ) -> PointwiseScore:
         """Judge the assistant message at index ``turn`` in its context."""
         item = coerce_input(ConversationInput, value)

@@ -31,6 +31,7 @@ from judgegraph.types import (
 
 from ._base import Judge, coerce_input
 from ._composite import Result
+from ._contract import Context
 
 __all__ = [
     "LLMBarReplay",
@@ -95,7 +96,7 @@ async def arecord_verdicts(
     items: Sequence[Any],
     *,
     labels: Sequence[Winner | int | None] | None = None,
-    context: Any = None,
+    context: Context = None,
     max_concurrency: int = 16,
     key: Callable[[Any], str] = item_key,
 ) -> list[VerdictRecord]:
@@ -166,7 +167,7 @@ class ReplayJudge(Judge[Any, Any]):
         if cost_usd is not None and cost_usd < 0:
             raise ValueError(f"cost_usd must be >= 0, got {cost_usd}")
 
-    async def _ajudge_item(self, item: Any, context: Any) -> Result:
+    async def _ajudge_item(self, item: Any, context: Context) -> Result:
         k = self.key(item)
         found = self.records.get(k)
         if found is None:

@@ -32,6 +32,7 @@ from judgegraph.backends import Backend
 from judgegraph.types import FrozenModel, LabelVerdict, PointwiseInput, PointwiseScore, Status
 
 from ._base import CONTEXT_BACKEND, FromContext
+from ._contract import Context
 from ._model import CallOptions, ModelJudge, Outcome, spell_out_options
 
 __all__ = ["FewShotCheck", "LabelledExample", "SentenceJudge", "acheck_few_shot", "create_judge", "similarity"]
@@ -343,7 +344,7 @@ async def acheck_few_shot(
     held_out: float = 0.5,
     seed: int = 0,
     backend: Backend | None = None,
-    context: Any = None,
+    context: Context = None,
     max_concurrency: int = 8,
 ) -> FewShotCheck:
     """Split ``labelled`` at random (``seed``, stratified by verdict) into

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from judgegraph.types import Message, PointwiseScore, Provenance, Status, ToolCall
 
 from ._base import Judge
+from ._contract import Context
 from ._trajectory_inputs import TrajectoryMatchInput
 
 __all__ = ["ArgsMode", "MatchMode", "TrajectoryMatchJudge", "match_trajectory"]
@@ -180,7 +181,7 @@ class TrajectoryMatchJudge(Judge[TrajectoryMatchInput, PointwiseScore]):
         self.mode, self.args, self.args_overrides = mode, args, dict(args_overrides or {})
         self.name = name or f"trajectory-{mode}-match"
 
-    async def _ajudge_item(self, item: TrajectoryMatchInput, context: Any) -> PointwiseScore:
+    async def _ajudge_item(self, item: TrajectoryMatchInput, context: Context) -> PointwiseScore:
         started = time.perf_counter()
         ok, why = match_trajectory(
             item.messages, item.reference_trajectory, mode=self.mode, args=self.args, args_overrides=self.args_overrides
