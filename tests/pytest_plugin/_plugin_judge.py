@@ -20,7 +20,8 @@ from judgegraph.testing import LoopbackRequest, LoopbackServer, Reply
 # run imports, and re-importing the judge stack for every run costs seconds.
 assert OpenAIBackend is not None
 
-EXAMPLE = Path(__file__).parent / "example"
+# The one example project users are pointed to (docs/guides/pytest.md); CI replays its cassette.
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pytest_judged"
 _BLOCK = re.compile(r"⟦begin (response(?: a| b)?)⟧\n(.*?)\n⟦end \1⟧", re.S)
 
 

@@ -132,11 +132,14 @@ def _copy_example(pytester: pytest.Pytester) -> None:
             dest.write_bytes(path.read_bytes())
 
 
-def test_readme_example_runs_in_replay_mode_in_ci(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's example file and its committed cassette: CI replays them with no server at all."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert (EXAMPLE / "test_answers.py").read_text() in readme
-    assert (EXAMPLE / "pytest.ini").read_text() in readme
+def test_documented_example_runs_in_replay_mode_in_ci(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example project the pytest guide shows, file for file, with its committed
+    cassette: CI replays it with no server at all."""
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "pytest.md").read_text()
+    assert "examples/pytest_judged" in guide
+    assert (EXAMPLE / "test_answers.py").read_text() in guide
     _copy_example(pytester)
     monkeypatch.setenv("CI", "1")
     result = _run(pytester)
