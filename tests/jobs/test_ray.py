@@ -18,7 +18,9 @@ from judgegraph.testing import LoopbackRequest, Reply
 
 # Starts a local Ray cluster (worker processes), and two actors race for repeated inputs
 # (the claims actor decides, so the counts below are the protocol's, not the race's).
-pytestmark = pytest.mark.timing
+# A local Ray cluster starts a dozen worker processes: on a busy 2-core machine (CI's
+# other worker beside it) one test took 588 s, so its hang limit is above the default.
+pytestmark = [pytest.mark.timing, pytest.mark.timeout(1800)]
 
 pytest.importorskip("ray")
 pa = pytest.importorskip("pyarrow")
