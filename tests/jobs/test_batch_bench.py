@@ -31,7 +31,8 @@ async def test_batch_cost_bench_on_metrics_reference(
         pytest.skip("LLMBar Natural is not in ../shared/data/llmbar")
     monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key")
     bench = _bench()
-    out = await bench.strategy_rows(root, "Metrics_Reference", tmp_path)  # asserts live == batch verdicts itself
+    # One cross-validation seed for the jury rows (the bench itself runs five).
+    out = await bench.strategy_rows(root, "Metrics_Reference", tmp_path, seeds=(0,))  # asserts live == batch itself
     live, batch = out["live"], out["batch"]
     assert out["n"] == 100 and batch.cost == pytest.approx(live.cost * 0.5)
     assert out["requests_billed_max"] == 1
@@ -41,3 +42,7 @@ async def test_batch_cost_bench_on_metrics_reference(
     assert m.cost <= 0.25 * live.cost and live.agreement - m.agreement <= 0.01 + 1e-9
     # The measured cascade agrees with the planner's in-sample simulation.
     assert m.agreement == pytest.approx(chatgpt["planned"][0])
+    # The jury rows: every item judged out of sample exactly once, by its own fold's choice.
+    jury = out["jury"]
+    assert sum(len(f.keys) for f in jury["cv"].folds) == out["n"] and len(jury["folds"]) == len(jury["cv"].folds)
+    assert len({k for f in jury["cv"].folds for k in f.keys}) == out["n"]
