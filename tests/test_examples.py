@@ -19,6 +19,9 @@ from _waiting import wait_until
 
 from judgegraph.testing import Fault, LoopbackRequest, LoopbackServer, Reply
 
+# Timing-sensitive (examples run as processes; one is killed): bench/stress_tests.py runs it on a busy core.
+pytestmark = pytest.mark.timing
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 

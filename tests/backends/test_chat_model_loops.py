@@ -15,6 +15,9 @@ from judgegraph.backends import ChatModelBackend
 from judgegraph.testing import LoopbackServer, Reply
 from judgegraph.types import Status
 
+# Timing-sensitive (sync and async calls on two event loops): bench/stress_tests.py runs it on a busy core.
+pytestmark = pytest.mark.timing
+
 langchain_openai = pytest.importorskip("langchain_openai")
 ITEM = {"instruction": "What is 2+2?", "response": "4."}
 GOOD = Reply('{"feedback": "Right.", "score": 5}')

@@ -25,6 +25,9 @@ from judgegraph.backends import GenerateRequest
 from judgegraph.jobs import JobProgress, SourceConfig, Store, StoreCommitError, arun_job
 from judgegraph.testing import LoopbackServer, Reply
 
+# Timing-sensitive (two processes race for one store and run lock): bench/stress_tests.py runs it on a busy core.
+pytestmark = pytest.mark.timing
+
 
 def _items(path: Path, n: int) -> Path:
     path.write_text(

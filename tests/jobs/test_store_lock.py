@@ -23,6 +23,9 @@ from hypothesis import strategies as st
 from judgegraph.jobs import Store
 from judgegraph.jobs._store_guard import RunLock, RunLockedError
 
+# Timing-sensitive (processes race for the lock and the set-up): bench/stress_tests.py runs it on a busy core.
+pytestmark = pytest.mark.timing
+
 _STEPS = ["link-file", "link-folder", "dot", "dotdot", "double-slash", "relative"]
 
 

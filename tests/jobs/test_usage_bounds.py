@@ -22,6 +22,9 @@ from judgegraph.jobs import RateLimitedBackend, RateLimiter
 from judgegraph.testing import LoopbackServer, Reply
 from judgegraph.types import Message, Pricing, Usage
 
+# Timing-sensitive (rate-limit waits from reported usage): bench/stress_tests.py runs it on a busy core.
+pytestmark = pytest.mark.timing
+
 ITEM = {"instruction": "What is 2+2?", "response": "4."}
 WINDOW_S = 60.0
 

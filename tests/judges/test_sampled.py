@@ -22,6 +22,9 @@ from judgegraph.judges import SampledJudge, create_judge, create_sampled_judge, 
 from judgegraph.testing import LoopbackRequest, LoopbackServer, Reply, tokenize
 from judgegraph.types import LabelVerdict, PairwiseVerdict, PointwiseScore, Pricing
 
+# Timing-sensitive (draws held until all are in flight): bench/stress_tests.py runs it on a busy core.
+pytestmark = pytest.mark.timing
+
 ITEM = {"instruction": "Name a prime.", "response": "7"}
 PAIR = PairwiseInput(instruction="Name a prime.", response_a="7", response_b="8")
 SCORES = {0: 4, 1: 4, 2: 2, 3: 4, 4: 5}  # the server's answer for each seed
