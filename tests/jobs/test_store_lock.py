@@ -29,6 +29,13 @@ pytestmark = pytest.mark.timing
 _STEPS = ["link-file", "link-folder", "dot", "dotdot", "double-slash", "relative"]
 
 
+def _from_cwd(path: str) -> str:
+    """``path`` as the kernel reads it from here, without folding ``..``: a
+    symlink's relative target is read from the link's folder, not from the
+    working directory, so a relative spelling must not become a target."""
+    return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+
+
 def _reach(store: Path, steps: list[str], root: Path) -> str:
     """Another way to spell ``store``: each step rewrites the path so far."""
     path = str(store)
@@ -36,11 +43,11 @@ def _reach(store: Path, steps: list[str], root: Path) -> str:
         here = Path(path)
         if step == "link-file":
             link = root / f"l{n}.db"
-            link.symlink_to(path)
+            link.symlink_to(_from_cwd(path))
             path = str(link)
         elif step == "link-folder":
             folder = root / f"d{n}"
-            folder.symlink_to(here.parent, target_is_directory=True)
+            folder.symlink_to(_from_cwd(str(here.parent)), target_is_directory=True)
             path = str(folder / here.name)
         elif step == "dot":
             path = str(here.parent) + "/./" + here.name
