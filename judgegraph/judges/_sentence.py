@@ -9,13 +9,16 @@ item first. Similarity is a cheap lexical one: TF-IDF cosine over words
 (IDF from the labelled examples), 3/4 from the answers and 1/4 from the
 requests. No embedding
 model, no download; it finds near-duplicates and shared phrasing, not
-paraphrases.
+paraphrases. The examples' word weights are computed once, when the judge
+gets them, and an item is ranked against them through an inverted index, off
+the event loop.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import heapq
 import math
 import random
 import re
@@ -25,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Unpack
 
+from anyio import to_thread
 from pydantic import field_validator
 
 from judgegraph._templates import _SYSTEM, Template
@@ -73,12 +77,55 @@ def similarity(a: str, b: str, *, idf: Mapping[str, float] | None = None) -> flo
     return dot / norm if norm else 0.0
 
 
-def _idf(texts: Sequence[str]) -> dict[str, float]:
+def _unit_vector(bag: Counter[str], idf: Mapping[str, float]) -> dict[str, float]:
+    # Words ``idf`` does not know weigh 1, as in :func:`similarity`.
+    v = {t: n * idf.get(t, 1.0) for t, n in bag.items()}
+    norm = math.sqrt(sum(x * x for x in v.values()))
+    return {t: x / norm for t, x in v.items()} if norm else {}
+
+
+class _ExampleIndex:
+    """The examples' TF-IDF unit vectors as an inverted index (word -> the
+    examples that have it, with its weight there), built once per example set.
+    Ranking an item then touches only the postings of the item's own words,
+    instead of re-reading every example for every item."""
+
+    def __init__(self, examples: Sequence[LabelledExample]) -> None:
+        self.n = len(examples)
+        q_bags = [_bag(ex.instruction) for ex in examples]
+        r_bags = [_bag(ex.response) for ex in examples]
+        self.idf_q = _idf_of_bags(q_bags)
+        self.idf_r = _idf_of_bags(r_bags)
+        self.post_q = self._postings(q_bags, self.idf_q)
+        self.post_r = self._postings(r_bags, self.idf_r)
+
+    @staticmethod
+    def _postings(bags: Sequence[Counter[str]], idf: Mapping[str, float]) -> dict[str, list[tuple[int, float]]]:
+        post: dict[str, list[tuple[int, float]]] = {}
+        for i, bag in enumerate(bags):
+            for t, x in _unit_vector(bag, idf).items():
+                post.setdefault(t, []).append((i, x))
+        return post
+
+    def top(self, instruction: str, response: str, k: int) -> list[int]:
+        """Indices of the ``k`` examples most similar to the item, most similar first (ties: earlier first)."""
+        scores = [0.0] * self.n
+        for weight, text, idf, post in (
+            (0.25, instruction, self.idf_q, self.post_q),
+            (0.75, response, self.idf_r, self.post_r),
+        ):
+            for t, x in _unit_vector(_bag(text), idf).items():
+                for i, y in post.get(t, ()):
+                    scores[i] += weight * x * y
+        return heapq.nsmallest(k, range(self.n), key=lambda i: (-scores[i], i))
+
+
+def _idf_of_bags(bags: Sequence[Counter[str]]) -> dict[str, float]:
     # Smoothed inverse document frequency: words in every text ("it", "the") count little.
     df: Counter[str] = Counter()
-    for t in texts:
-        df.update(set(_bag(t)))
-    n = len(texts)
+    for b in bags:
+        df.update(b.keys())
+    n = len(bags)
     return {word: math.log((1 + n) / (1 + k)) + 1e-3 for word, k in df.items()}
 
 
@@ -193,7 +240,17 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
             scale=resolved,
             **options,
         )
-        self.examples = self._check_examples(examples)
+        self.examples = examples
+
+    @property
+    def examples(self) -> tuple[LabelledExample, ...]:
+        """The labelled examples; setting them rebuilds their index, once."""
+        return self._examples
+
+    @examples.setter
+    def examples(self, value: Sequence[LabelledExample | Mapping[str, Any]]) -> None:
+        self._examples = self._check_examples(value)
+        self._index = _ExampleIndex(self._examples) if self._examples else None
 
     def _check_examples(self, examples: Sequence[LabelledExample | Mapping[str, Any]]) -> tuple[LabelledExample, ...]:
         out = []
@@ -209,24 +266,16 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
     def with_examples(self, examples: Sequence[LabelledExample | Mapping[str, Any]]) -> SentenceJudge:
         """The same judge with other labelled examples (``()`` for none)."""
         clone = copy.copy(self)
-        clone.examples = self._check_examples(examples)
+        clone.examples = examples
         return clone
 
     def select_examples(self, item: PointwiseInput) -> list[LabelledExample]:
         """The ``k`` labelled examples most similar to ``item``, most similar first."""
-        if not self.examples or self.k == 0:
+        if self._index is None or self.k == 0:
             return []
         # The verdict is about the answer, so the answer weighs most: on the
         # request alone, a polite and a rude reply to one question look alike.
-        idf_q = _idf([ex.instruction for ex in self.examples])
-        idf_r = _idf([ex.response for ex in self.examples])
-
-        def score(ex: LabelledExample) -> float:
-            q = similarity(item.instruction, ex.instruction, idf=idf_q)
-            return 0.25 * q + 0.75 * similarity(item.response, ex.response, idf=idf_r)
-
-        ranked = sorted(enumerate(self.examples), key=lambda ie: (-score(ie[1]), ie[0]))
-        return [ex for _, ex in ranked[: self.k]]
+        return [self._examples[i] for i in self._index.top(item.instruction, item.response, self.k)]
 
     def _examples_text(self, item: PointwiseInput) -> str | None:
         chosen = self.select_examples(item)
@@ -245,7 +294,8 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
             "response": item.response,
             "reference": item.reference,
             "context": item.context,
-            "examples": self._examples_text(item),
+            # Ranking thousands of examples is CPU work: keep it off the event loop.
+            "examples": await to_thread.run_sync(self._examples_text, item) if self._index and self.k else None,
         }
         o = await self._call(backend, fields, self.scale)
         prov = self._provenance(backend, [o], o.status, time.perf_counter() - started)
@@ -350,7 +400,7 @@ async def acheck_few_shot(
     """Split ``labelled`` at random (``seed``, stratified by verdict) into
     examples and a held-out part; judge the held-out items with no examples and with the others as
     examples, and compare each with the human verdict."""
-    items = list(judge.with_examples(labelled).examples)
+    items = list(judge._check_examples(labelled))
     if len(items) < 2 or not 0 < held_out < 1:
         raise ValueError("need at least two labelled items and 0 < held_out < 1")
     # Stratified by verdict, so the examples and the held-out part both carry every kind of verdict.
