@@ -33,43 +33,61 @@ def normalize_messages(value: Any, *, field: str = "messages") -> Any:
     """``value`` as a list of Message-shaped dicts; anything that is not a
     list of messages (or a state holding one) is returned as is, for pydantic
     to reject with its own error."""
-    if isinstance(value, Mapping) and "messages" in value and "role" not in value and "type" not in value:
-        value = value["messages"]  # a MessagesState-shaped state
+    value = _unwrap(value)
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
         return value
     return [_one(m, f"{field}[{i}]") for i, m in enumerate(value)]
 
 
+def _unwrap(value: Any) -> Any:
+    if isinstance(value, Mapping) and "messages" in value and "role" not in value and "type" not in value:
+        return value["messages"]  # a MessagesState-shaped state
+    return value
+
+
 def message_text(value: Any, *, field: str) -> Any:
-    """A single message (an ``AIMessage``, a message dict) as its text; anything else as is."""
+    """A single message (an ``AIMessage``, a message dict) as its text; anything
+    else as is. ValueError, naming ``field``, when the message has no text to judge."""
     if isinstance(value, str) or not (isinstance(value, Mapping) or hasattr(value, "content")):
         return value
     if isinstance(value, Mapping) and "messages" in value:
         return value  # a state: last_exchange reads it
-    return _one(value, field)["content"]
+    message, has_text = _read(value, field)
+    if not has_text:
+        raise ValueError(f"{field}.content: {_no_text(message)}")
+    return message["content"]
 
 
 def last_exchange(value: Any, *, field: str = "messages") -> tuple[str, str, list[dict[str, Any]]]:
     """The exchange a single-answer judge grades in a conversation: the text of
     its last assistant message, the last user message before it, and the turns
     before that. ValueError, naming the message, when there is no such pair."""
-    messages = normalize_messages(value, field=field)
-    if not isinstance(messages, list) or not messages:
+    raw = _unwrap(value)
+    if isinstance(raw, str | bytes) or not isinstance(raw, Sequence) or not raw:
         raise ValueError(f"{field}: expected a non-empty list of messages or a state holding one")
+    read = [_read(m, f"{field}[{i}]") for i, m in enumerate(raw)]
+    messages = [m for m, _ in read]
     check_tool_links(messages, field=field)
     last = len(messages) - 1
-    answer = messages[last]
+    answer, has_text = read[last]
     if answer.get("role") != "assistant":
         raise ValueError(f"{field}[{last}]: the last message is a {answer.get('role')} message, not an answer to judge")
-    if not answer.get("content", "").strip():
-        what = "only tool calls" if answer.get("tool_calls") else "no text"
-        raise ValueError(
-            f"{field}[{last}].content: the last answer has {what}; judge an agent run with a trajectory judge"
-        )
+    if not has_text:
+        raise ValueError(f"{field}[{last}].content: {_no_text(answer)}")
     for i in range(last - 1, -1, -1):
         if messages[i].get("role") == "user" and messages[i].get("content", "").strip():
             return messages[i]["content"], answer["content"], messages[:i]
     raise ValueError(f"{field}: no user message before the answer at [{last}]")
+
+
+def _no_text(answer: Mapping[str, Any]) -> str:
+    """Why an answer without text is refused. Its stand-ins for images or
+    reasoning are not text: judging them would score an answer nobody read."""
+    if answer.get("tool_calls"):
+        return "the last answer has only tool calls; judge an agent run with a trajectory judge"
+    if answer.get("content", "").strip():
+        return "the last answer has no text, only non-text content (images, reasoning...): nothing to judge"
+    return "the last answer has no text: nothing to judge"
 
 
 def check_tool_links(messages: Sequence[Mapping[str, Any]], *, field: str = "messages") -> None:
@@ -86,18 +104,26 @@ def check_tool_links(messages: Sequence[Mapping[str, Any]], *, field: str = "mes
 
 
 def _one(message: Any, where: str) -> Any:
+    return _read(message, where)[0]
+
+
+def _read(message: Any, where: str) -> tuple[dict[str, Any], bool]:
+    """The message in judgegraph's shape, and whether its content holds any
+    text (blocks that only stand in for images or reasoning do not count)."""
     from langchain_core.messages import BaseMessage, convert_to_messages, messages_from_dict
 
     if isinstance(message, BaseMessage):
         return _from_langchain(message, where)
     if hasattr(message, "model_dump") and hasattr(message, "role"):
-        return message.model_dump()  # judgegraph's own Message
+        own: dict[str, Any] = message.model_dump()  # judgegraph's own Message
+        return own, bool(own["content"].strip())
     if isinstance(message, Mapping):
         if "data" in message and "type" in message and isinstance(message["data"], Mapping):
             return _from_langchain(_lc(lambda: messages_from_dict([dict(message)])[0], where), where)
         if _is_own_shape(message):
             calls = [{k: v for k, v in c.items() if k != "type"} for c in message.get("tool_calls") or ()]
-            return {**message, "tool_calls": calls} if calls else dict(message)
+            out = {**message, "tool_calls": calls} if calls else dict(message)
+            return out, bool(out["content"].strip())
         message = _check_openai_calls(message, where)
     elif not isinstance(message, tuple | list | str):
         raise ValueError(
@@ -163,22 +189,33 @@ def _check_openai_calls(message: Mapping[str, Any], where: str) -> Mapping[str, 
     return {**message, "tool_calls": fixed, "content": message.get("content") or ""}
 
 
-def _text(content: Any) -> str:
+# Block types that carry text (LangChain's, and OpenAI Responses' input/output parts).
+_TEXT_BLOCKS = {"text", "output_text", "input_text"}
+
+
+def _text(content: Any) -> tuple[str, bool]:
+    """The content as the judge reads it, and whether any of it is text."""
     if isinstance(content, str):
-        return content
+        return content, bool(content.strip())
     parts: list[str] = []
+    has_text = False
     for block in content or ():
+        text: str | None = None
         if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, Mapping) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
+            text = block
+        elif isinstance(block, Mapping) and block.get("type") in _TEXT_BLOCKS:
+            text = str(block.get("text", ""))
         elif isinstance(block, Mapping):
-            # Images, audio, files: the judge sees that they were there.
+            # Images, audio, files, reasoning: the judge sees that they were
+            # there, but a stand-in is not text to judge.
             parts.append(f"({block.get('type', 'non-text')} content not shown)")
-    return "\n".join(p for p in parts if p)
+        if text is not None:
+            parts.append(text)
+            has_text = has_text or bool(text.strip())
+    return "\n".join(p for p in parts if p), has_text
 
 
-def _from_langchain(message: Any, where: str) -> dict[str, Any]:
+def _from_langchain(message: Any, where: str) -> tuple[dict[str, Any], bool]:
     kind = message.type
     if kind == "chat":
         kind = getattr(message, "role", "")
@@ -187,7 +224,8 @@ def _from_langchain(message: Any, where: str) -> dict[str, Any]:
     role = _ROLES.get(kind)
     if role is None:
         raise ValueError(f"{where}.role: {kind!r} is not a chat role (system, user, assistant or tool)")
-    out: dict[str, Any] = {"role": role, "content": _text(message.content)}
+    content, has_text = _text(message.content)
+    out: dict[str, Any] = {"role": role, "content": content}
     if role == "assistant":
         found = getattr(message, "tool_calls", None) or ()
         calls = [{"name": c["name"], "args": dict(c.get("args") or {}), "id": c.get("id")} for c in found]
@@ -213,4 +251,4 @@ def _from_langchain(message: Any, where: str) -> dict[str, Any]:
     name = getattr(message, "name", None)
     if name and role in ("tool", "assistant", "user"):
         out["name"] = name
-    return out
+    return out, has_text
