@@ -66,7 +66,7 @@ from judgegraph.cascade import (
 from judgegraph.datasets import load_llmbar_run
 from judgegraph.jobs import BatchOptions, SourceConfig, Store, arun_job
 from judgegraph.judges import LLMBarReplay, ReplayJudge, llmbar_replay
-from judgegraph.metrics import Interval, proportion_interval
+from judgegraph.metrics import Interval, PairedDifference, paired_difference, proportion_interval
 from judgegraph.testing import LoopbackRequest, LoopbackServer, Reply
 from judgegraph.testing_batch import BatchAPI
 from judgegraph.types import PairwiseVerdict, Pricing, Usage
@@ -321,6 +321,11 @@ async def jury_rows(
     credits = [c for m in folds for c in m.credits]
     live_credit = dict(zip(strong.keys, live.credits, strict=True))
     n = len(order)
+    # Winner per item (None when failed), for the strict paired difference against GPT-4 live.
+    live_winner = {k: (live.verdicts or {})[i][1] for i, k in enumerate(strong.keys)}
+    fold_winner = {
+        k: (m.verdicts or {})[i][1] for m, f in zip(folds, cv.folds, strict=True) for i, k in enumerate(f.keys)
+    }
     return {
         "cv": cv,
         "full": full,
@@ -330,7 +335,11 @@ async def jury_rows(
         "escalated": sum((m.escalated or 0) * len(f.keys) for m, f in zip(folds, cv.folds, strict=True)) / n,
         "ci": _wilson(credits),
         "diff": [c - live_credit[k] for c, k in zip(credits, order, strict=True)],
+        "strict_diff": _strict_diff(
+            [fold_winner[k] for k in order], [live_winner[k] for k in order], [labels[k] for k in order]
+        ),
         "cap": cap * 1000,
+        "n": n,
     }
 
 
@@ -349,6 +358,26 @@ def _wilson(credits: Sequence[float]) -> Interval | None:
 
 def _ci(ci: Interval | None) -> str:
     return f"[{_pct(ci.low)}, {_pct(ci.high)}]" if ci is not None else ""
+
+
+def _share_ci(share: float | None, n: int) -> Interval | None:
+    """Wilson 95% for a share of n items, from the count it stands for: a half item (a tie's ½ credit)
+    rounds up, as in ``_wilson``."""
+    return proportion_interval(math.floor(round(2 * (share or 0.0) * n) / 2 + 0.5), n)
+
+
+def _strict_diff(a: Sequence[Any], b: Sequence[Any], labels: Sequence[Any]) -> PairedDifference:
+    """A's strict agreement minus B's on the same items (a tie or a failed verdict is wrong), with the
+    metrics' paired bootstrap. Strict because ``paired_difference`` scores exact matches: it has no
+    half credit for ties, so this Δ can differ from the credit Δ beside it."""
+    return paired_difference(a, b, labels, metric="accuracy", unparsed="wrong")
+
+
+def _diff_text(d: PairedDifference) -> str:
+    if d.difference is None:
+        return "–"
+    ci = f" [{100 * d.interval.low:+.1f}, {100 * d.interval.high:+.1f}]" if d.interval is not None else ""
+    return f"{100 * d.difference:+.1f}{ci}"
 
 
 def _confident_errors(replays: dict[str, LLMBarReplay]) -> tuple[int, int]:
@@ -386,13 +415,16 @@ def jury_section(results: list[dict[str, Any]], seeds: Sequence[int]) -> list[st
         "Rule: the cheapest policy within the cost cap (25% of (a)) whose training agreement is within 1 point "
         "of GPT-4's on the same training items, else the most agreeing within the cap. Each fold's choice then "
         "ran as a real batch job on that fold's items (jury members live at their own measured prices, "
-        "escalations through the loopback Batches endpoints); the figures below are those jobs'. Intervals: "
-        "Wilson 95% over the 100 items (the credit, ties ½, rounded to whole items); Δ is paired, per item, "
-        "against GPT-4 live: the items the cascade gets more (+) or less (−) credit on.",
+        "escalations through the loopback Batches endpoints); the figures below are those jobs'. Intervals, "
+        "95% over the 100 items: Wilson for agreement (the credit, ties ½, rounded to whole items) and the "
+        "escalated share; Δ is paired, per item, against GPT-4 live: the items the cascade gets more (+) or "
+        "less (−) credit on, then the strict Δ (ties and failures wrong) with `paired_difference`'s paired "
+        "bootstrap (BCa), which has no half credit.",
         "",
-        "| strategy | (a) GPT-4 live | chosen per fold | out-of-sample agreement | Δ vs (a) | $/1k (% of a) | "
-        "escalated | target met |",
-        "|---|---|---|---|---|---:|---:|---|",
+        "| strategy | (a) GPT-4 live [95% Wilson] | chosen per fold | out-of-sample agreement [95% Wilson] "
+        "| Δ vs (a) | strict Δ vs (a) [95% paired bootstrap, BCa] | $/1k (% of a) | escalated [95% Wilson] "
+        "| target met |",
+        "|---|---|---|---|---|---:|---:|---:|---|",
     ]
     met: list[str] = []
     for r in results:
@@ -406,7 +438,9 @@ def jury_section(results: list[dict[str, Any]], seeds: Sequence[int]) -> list[st
             f"| {r['strategy']} | {_pct(a.agreement)} {_ci(_wilson(a.credits))} | {picks} "
             f"| {_pct(j['agreement'])} {_ci(j['ci'])} | {100 * (j['agreement'] - a.agreement):+.1f} "
             f"(+{sum(d > 0 for d in j['diff'])} / −{sum(d < 0 for d in j['diff'])} items) "
+            f"| {_diff_text(j['strict_diff'])} "
             f"| ${j['cost']:.2f} ({_pct(j['cost'] / a.cost)}%) | {_pct(j['escalated'])}% "
+            f"{_ci(_share_ci(j['escalated'], j['n']))} "
             f"| {'**yes**' if hit else 'no'} |"
         )
     lines += [
@@ -429,8 +463,8 @@ def jury_section(results: list[dict[str, Any]], seeds: Sequence[int]) -> list[st
         "Single cheap judges, juries and GPT-4; ◀ marks a policy chosen in a fold (×folds). `T-or-E`: the "
         f"Trust-or-Escalate calibrated candidate (α={ALPHA}, δ={DELTA}) for the trio → GPT-4.",
         "",
-        "| strategy | frontier: policy (agreement, $/1k) | chosen off the frontier | best within the cap, in-sample "
-        "| trio unanimous but wrong (GPT-4 right) | T-or-E trio → GPT-4 |",
+        "| strategy | frontier: policy (agreement [95% Wilson], $/1k) | chosen off the frontier "
+        "| best within the cap, in-sample | trio unanimous but wrong (GPT-4 right) | T-or-E trio → GPT-4 |",
         "|---|---|---|---|---|---|",
     ]
     for r in results:
@@ -438,8 +472,9 @@ def jury_section(results: list[dict[str, Any]], seeds: Sequence[int]) -> list[st
         full: CascadePlan = j["full"]
         chosen = Counter(f.chosen.name for f in j["cv"].folds)
         on = {p.name for p in full.frontier}
+        n = int(j["n"])
         front = "; ".join(
-            f"{p.name} ({_pct(p.agreement)}, ${1000 * p.cost_per_item:.2f})"
+            f"{p.name} ({_pct(p.agreement)} {_ci(_share_ci(p.agreement, n))}, ${1000 * p.cost_per_item:.2f})"
             + (f" **◀ ×{chosen[p.name]}**" if p.name in chosen else "")
             for p in full.frontier
         )
@@ -510,6 +545,14 @@ async def main(data: Path, out: Path, *, seeds: Sequence[int]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("OPENAI_API_KEY", "not-a-real-key")
         results = [await strategy_rows(data, s, Path(tmp), seeds=seeds) for s in STRATEGIES]
+    lines = [*report(results, seeds), "", f"_Runtime: {time.perf_counter() - started:.1f} s._", ""]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines), encoding="utf-8")
+    print("\n".join(lines))
+
+
+def report(results: list[dict[str, Any]], seeds: Sequence[int]) -> list[str]:
+    """The results page, from ``strategy_rows`` of each strategy (one is enough for a check)."""
     lines = [
         "# Batch API cost on LLMBar Natural (recorded verdicts through the loopback server)",
         "",
@@ -529,9 +572,12 @@ async def main(data: Path, out: Path, *, seeds: Sequence[int]) -> None:
         "live, GPT-4 at batch price), threshold policies only; the cheapest whose in-sample agreement is within "
         "1 point of GPT-4 alone, else the most agreeing. In-sample on 100 items: treat the hits as optimistic.",
         "- Target: (c) ≤ 25% of (a)'s cost at agreement within 1 point of (a).",
+        "- Intervals: 95% Wilson over the items, for agreement (the credit, ties ½, rounded to whole items) and "
+        "the escalated share.",
         "",
-        "| strategy | (a) GPT-4 live: $/1k, agreement | (b) GPT-4 batch: $/1k | cheap tier | (c) policy | "
-        "(c) $/1k (% of a) | (c) agreement | escalated | cheap alone | target met |",
+        "| strategy | (a) GPT-4 live: $/1k, agreement [95% Wilson] | (b) GPT-4 batch: $/1k | cheap tier "
+        "| (c) policy | (c) $/1k (% of a) | (c) agreement [95% Wilson] | escalated [95% Wilson] "
+        "| cheap alone [95% Wilson] | target met |",
         "|---|---|---:|---|---|---:|---:|---:|---:|---|",
     ]
     hits = []
@@ -542,10 +588,13 @@ async def main(data: Path, out: Path, *, seeds: Sequence[int]) -> None:
             hit = _hit(m, a)
             if hit:
                 hits.append((r["strategy"], c["weak"], m, a))
+            n = len(m.credits)
             lines.append(
-                f"| {r['strategy']} | ${a.cost:.2f}, {_pct(a.agreement)} | ${b.cost:.2f} | {c['weak']} | {c['policy']} "
-                f"| ${m.cost:.2f} ({_pct(m.cost / a.cost)}%) | {_pct(m.agreement)} | {_pct(m.escalated or 0)}% "
-                f"| {_pct(c['alone'].agreement)} | {'**yes**' if hit else 'no'} |"
+                f"| {r['strategy']} | ${a.cost:.2f}, {_pct(a.agreement)} {_ci(_wilson(a.credits))} | ${b.cost:.2f} "
+                f"| {c['weak']} | {c['policy']} | ${m.cost:.2f} ({_pct(m.cost / a.cost)}%) "
+                f"| {_pct(m.agreement)} {_ci(_wilson(m.credits))} | {_pct(m.escalated or 0)}% "
+                f"{_ci(_share_ci(m.escalated, n))} | {_pct(c['alone'].agreement)} {_ci(_wilson(c['alone'].credits))} "
+                f"| {'**yes**' if hit else 'no'} |"
             )
     lines += ["", "## Verdict", ""]
     n = sum(len(r["cascades"]) for r in results)
@@ -573,18 +622,17 @@ async def main(data: Path, out: Path, *, seeds: Sequence[int]) -> None:
         "",
         "## Cost-agreement frontier per configuration (planner, in-sample, $ per 1,000 judgements)",
         "",
-        "| strategy | cheap tier | frontier: policy (agreement, $/1k) |",
+        "| strategy | cheap tier | frontier: policy (agreement [95% Wilson], $/1k) |",
         "|---|---|---|",
     ]
     for r in results:
         for c in r["cascades"]:
-            front = "; ".join(f"{name} ({_pct(ag)}, ${cost:.2f})" for name, ag, cost in c["frontier"])
+            front = "; ".join(
+                f"{name} ({_pct(ag)} {_ci(_share_ci(ag, r['n']))}, ${cost:.2f})" for name, ag, cost in c["frontier"]
+            )
             lines.append(f"| {r['strategy']} | {c['weak']} | {front} |")
     lines += jury_section(results, seeds)
-    lines += ["", f"_Runtime: {time.perf_counter() - started:.1f} s._", ""]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines), encoding="utf-8")
-    print("\n".join(lines))
+    return lines
 
 
 if __name__ == "__main__":
