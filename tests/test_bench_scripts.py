@@ -81,3 +81,16 @@ async def test_batch_cost_tables_carry_intervals(
     assert len(cost.rows) == 3 and len(jury.rows) == 1  # one row per cheap tier; one strategy
     ((_, strict),) = jury.column("strict Δ")
     assert BRACKETED.search(strict[0]), strict  # the paired difference has its interval too
+
+
+def test_sampled_confidence_tables_carry_intervals(shared_data: Path) -> None:
+    root = shared_data / "llmbar"
+    if not (root / "LLMBar" / "Natural").is_dir():
+        pytest.skip("LLMBar is not in ../shared/data/llmbar")
+    bench = _load("sampled_confidence")
+    # One evaluator: both tables, one row each.
+    found = _assert_interval_columns("\n".join(bench.report(root, evaluators=("GPT-4",))), expect_tables=2)
+    assert [len(t.rows) for t in found] == [1, 1]
+    for t in found:
+        ((_, rate),) = t.column("error rate")
+        assert BRACKETED.search(rate[0]), rate
