@@ -38,12 +38,39 @@ __all__ = [
     "DistributionMethod",
     "ScoreDistributions",
     "pair_winner_distribution",
+    "probability",
     "second_value_offset",
     "topk_distribution",
+    "unusable_logprob",
 ]
 
 DistributionMethod = Literal["exact", "top-k"]
 _DIGIT_START = re.compile(r"\d")
+# A log probability is at most 0; servers round, so a hair above 0 is read as 0.
+_LOGPROB_SLACK = 1e-4
+
+
+def probability(logprob: float) -> float:
+    """``exp(logprob)``, for a number a server sent as a log probability.
+
+    Raises ``ValueError`` (naming the number) for one no log probability can
+    be: nan, or above 0 beyond rounding (+800 would overflow ``math.exp``).
+    Very negative numbers, down to ``-inf``, are probabilities of about 0."""
+    if not logprob <= _LOGPROB_SLACK:  # nan fails every comparison
+        raise ValueError(f"logprob {logprob!r} is not a log probability (it must be a number <= 0)")
+    return min(1.0, math.exp(logprob))
+
+
+def unusable_logprob(tokens: Sequence[TokenLogprob] | None) -> str | None:
+    """Why the logprobs of an output cannot give a distribution (the first
+    number no log probability can be, and where), or None when they can."""
+    for i, tok in enumerate(tokens or ()):
+        for text, lp in ((tok.token, tok.logprob), *tok.top):
+            try:
+                probability(lp)
+            except ValueError as exc:
+                return f"token {i} ({text!r}): {exc}"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +81,8 @@ class ScoreDistributions:
     first: dict[int | str, float] | None = None
     second: dict[int | str, float] | None = None
     method: DistributionMethod | None = None
+    # Why no distribution was read although the backend sent logprobs.
+    note: str | None = None
 
 
 def _normalised(mass: dict[int | str, float]) -> dict[int | str, float] | None:
@@ -96,7 +125,7 @@ def _ends_number(tokens: Sequence[TokenLogprob], i: int) -> float:
         return 1.0
     nxt = tokens[i + 1]
     alts = nxt.top or ((nxt.token, nxt.logprob),)
-    digit = math.fsum(math.exp(lp) for text, lp in alts if _DIGIT_START.match(text))
+    digit = math.fsum(probability(lp) for text, lp in alts if _DIGIT_START.match(text))
     return max(0.0, 1.0 - digit)
 
 
@@ -120,7 +149,7 @@ def _score_mass(tokens: Sequence[TokenLogprob], k: int, scale: tuple[int, int]) 
             cand = written + (text.lstrip() if i == k else text)
             if not cand or not _DIGIT_START.match(cand[-1]):
                 continue
-            p = carried * math.exp(lp)
+            p = carried * probability(lp)
             is_written = text == tok.token
             if cand in values:
                 # The written piece's continuation is observed; another
@@ -131,7 +160,7 @@ def _score_mass(tokens: Sequence[TokenLogprob], k: int, scale: tuple[int, int]) 
         if not piece or not piece.isdigit():
             break
         written += piece
-        carried *= math.exp(tok.logprob)
+        carried *= probability(tok.logprob)
         if not any(v.startswith(written) and v != written for v in values):
             break
         i += 1
@@ -147,8 +176,10 @@ def topk_distribution(
 ) -> dict[int | str, float] | None:
     """Each admissible value's probability from the generated tokens' top-k
     alternatives, starting at character ``offset`` of the output (see the
-    module's note on the approximation)."""
-    if not tokens or offset is None:
+    module's note on the approximation). None when there is none to read,
+    including when the server sent a number no log probability can be (see
+    :func:`unusable_logprob` for why)."""
+    if not tokens or offset is None or unusable_logprob(tokens) is not None:
         return None
     k = _token_at(tokens, offset)
     if k is None:
@@ -160,7 +191,7 @@ def topk_distribution(
     for text, lp in tok.top or ((tok.token, tok.logprob),):
         key = _choice_of(text, kind)
         if key is not None:
-            mass[key] = mass.get(key, 0.0) + math.exp(lp)
+            mass[key] = mass.get(key, 0.0) + probability(lp)
     return _normalised(mass)
 
 

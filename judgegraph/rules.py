@@ -263,6 +263,7 @@ def combine_provenance(
         cost_usd=sum_costs([p.cost_usd for p in known]) if known else None,
         attempts=sum(p.attempts for p in known),
         status=status,
+        notes=tuple(dict.fromkeys(n for p in known for n in p.notes)),
     )
 
 

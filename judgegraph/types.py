@@ -117,6 +117,9 @@ class Provenance(FrozenModel):
     cost_usd: float | None = None
     attempts: int = 1
     status: Status = Status.OK
+    notes: tuple[str, ...] = Field(
+        default=(), description="what the verdict lacks and why (e.g. a score distribution refused for bad logprobs)"
+    )
 
 
 @runtime_checkable

@@ -11,8 +11,10 @@ from typing import Protocol, runtime_checkable
 from judgegraph._score_distribution import (
     DistributionMethod,
     ScoreDistributions,
+    probability,
     second_value_offset,
     topk_distribution,
+    unusable_logprob,
 )
 from judgegraph._templates import ParserKind
 from judgegraph.backends import GenerateRequest
@@ -37,7 +39,8 @@ async def _exact(
 ) -> dict[int | str, float] | None:
     values = list(range(scale[0], scale[1] + 1))
     lps = await backend.avalue_logprobs(request, raw[:offset], [str(v) for v in values])
-    mass: dict[int | str, float] = {v: math.exp(lp) for v, lp in zip(values, lps, strict=True)}
+    # A value's number that is no log probability raises ValueError: the caller falls back to top-k.
+    mass: dict[int | str, float] = {v: probability(lp) for v, lp in zip(values, lps, strict=True)}
     total = math.fsum(mass.values())
     if total <= 0 or not math.isfinite(total):
         return None
@@ -68,6 +71,11 @@ async def adistributions(
             pass
         else:
             return ScoreDistributions(first, second, "exact")
+    why = unusable_logprob(tokens)
+    if why is not None:
+        # The server's numbers are not log probabilities: no distribution
+        # beats a wrong one, and the verdict read from the text stands.
+        return ScoreDistributions(note=f"no score distribution: the server sent a bad logprob at {why}")
     first = topk_distribution(tokens, offset, kind=kind, scale=scale)
     second = topk_distribution(tokens, second_at, kind=kind, scale=scale) if second_at is not None else None
     method: DistributionMethod | None = "top-k" if first is not None else None

@@ -128,6 +128,8 @@ class Outcome:
     # Calls whose backend said what they were billed: that cost, and their
     # tokens (not priced again by the backend's own pricing).
     billed: tuple[float, Usage] = (0.0, Usage())
+    # What the verdict lacks and why (a distribution refused), for its provenance.
+    notes: tuple[str, ...] = ()
 
 
 _REPAIR = "Your previous answer could not be read ({reason}). Answer again in the required format. {fmt}"
@@ -312,6 +314,7 @@ class ModelJudge(Judge[InT, OutT]):
                 dists.second,
                 dists.method,
                 billed=billed,
+                notes=(dists.note,) if dists.note else (),
             )
         return Outcome(
             Status.UNPARSED,
@@ -344,6 +347,7 @@ class ModelJudge(Judge[InT, OutT]):
             cost_usd=cost,
             attempts=sum(o.attempts for o in outcomes),
             status=status,
+            notes=tuple(dict.fromkeys(n for o in outcomes for n in o.notes)),
         )
 
 
