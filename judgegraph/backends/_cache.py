@@ -11,9 +11,13 @@ therefore misses, even for byte-identical prompts.
 
 A hit returns the stored result with no tokens spent and ``cache_hits=1`` in
 its usage; a miss calls the backend and counts ``cache_misses=1``. Those
-counts add up into each verdict's ``provenance.usage``. Only successful
-results are stored: a failure is never replayed as if it were an answer.
-Concurrent identical calls share one request.
+counts add up into each verdict's ``provenance.usage``. Only answers a
+verdict can be read from are stored (:func:`verdict_bearing`): a failure, an
+empty or blank completion, a structured request answered with no JSON object,
+or a completion the server filtered is never replayed as if it were an
+answer, so a rerun asks the server again. An entry that is no such answer
+(written by an older version) is a miss. Concurrent identical calls share
+one request.
 """
 
 from __future__ import annotations
@@ -31,7 +35,15 @@ from judgegraph.types import Pricing, TokenLogprob, Usage
 from ._identity import SERVER, backend_identity, identity_hash, verdict_identity
 from ._protocol import Backend, Capabilities, GenerateRequest, GenerateResult
 
-__all__ = ["CachedBackend", "JudgeCache", "MemoryCache", "SqliteCache", "cache_key", "server_identity"]
+__all__ = [
+    "CachedBackend",
+    "JudgeCache",
+    "MemoryCache",
+    "SqliteCache",
+    "cache_key",
+    "server_identity",
+    "verdict_bearing",
+]
 
 
 @runtime_checkable
@@ -41,6 +53,20 @@ class JudgeCache(Protocol):
     def get(self, key: str) -> GenerateResult | None: ...
 
     def put(self, key: str, result: GenerateResult) -> None: ...
+
+
+def verdict_bearing(request: GenerateRequest, result: GenerateResult) -> bool:
+    """Whether ``result`` is an answer a verdict can be read from: text that is
+    not blank, a JSON object when ``request`` asks for structured output, and
+    not cut by the server's content filter. Only these are worth replaying."""
+    if result.finish_reason == "content_filter" or not result.text.strip():
+        return False
+    if request.json_schema is None:
+        return True
+    try:
+        return isinstance(json.loads(result.text), dict)
+    except ValueError:
+        return False
 
 
 def _encode(result: GenerateResult) -> str:
@@ -161,6 +187,8 @@ class CachedBackend:
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         key = self.key(request)
         hit = self.cache.get(key)
+        if hit is not None and not verdict_bearing(request, hit):
+            hit = None  # stored by an older version: ask again, and overwrite it
         twin = self._inflight.get(key) if hit is None else None
         if twin is not None:
             # The same call is already on its way: wait for it rather than send another.
@@ -185,8 +213,9 @@ class CachedBackend:
             raise
         finally:
             self._inflight.pop(key, None)
-        self.cache.put(key, result)
-        future.set_result(result)
+        if verdict_bearing(request, result):
+            self.cache.put(key, result)
+        future.set_result(result)  # twins in flight share it either way: it is one answer, not a replay
         return dataclasses.replace(result, usage=result.usage + Usage(cache_misses=1))
 
     def __getattr__(self, name: str) -> Any:
