@@ -8,14 +8,17 @@ judgegraph's own CascadeJudge / ReplayJudge, so no model is called.
 
 Accuracy gives a tie half a point (a swap-inconsistent verdict is a tie),
 which equals LLMBar's "average accuracy over both orders" whenever both
-orders were parsed; an item without a usable verdict scores 0. "strict"
-counts ties as wrong.
+orders were parsed; an item with one order unparsed earns half of what the
+readable order earns, one with neither scores 0. "strict" counts ties as
+wrong. Intervals: Wilson 95% for the rates, ``paired_difference`` (paired
+bootstrap) for the strict difference from GPT-4 alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import random
 import statistics
 import time
@@ -37,6 +40,7 @@ from judgegraph.cascade import (
 )
 from judgegraph.datasets import load_llmbar_run
 from judgegraph.judges import EnsembleJudge, LLMBarReplay, ReplayJudge, llmbar_replay
+from judgegraph.metrics import Interval, PairedDifference, paired_difference, proportion_interval
 from judgegraph.types import PairwiseVerdict
 
 STRONG = "GPT-4"
@@ -60,19 +64,42 @@ class Row:
     gpt4: float
     shuffled: tuple[float, float, float] | None = None  # budget rows: mean, min, max over random item orders
     confident_wrong: int | None = None  # weak-alone rows: both orders agree on the wrong answer
+    n: int = 0  # items scored
+    # Strict agreement minus GPT-4 alone's on the same items, paired bootstrap (None for GPT-4's own row).
+    vs_gpt4: PairedDifference | None = None
+
+
+@dataclass(frozen=True)
+class Scored:
+    accuracy: float
+    strict: float
+    sent: float
+    winners: list[Any]  # per item: the verdict's winner, None when it failed
+    labels: list[Any]
+
+    def vs(self, other: Scored) -> PairedDifference:
+        """This judge's strict agreement minus ``other``'s on the same items, paired bootstrap
+        (``paired_difference`` scores exact matches: a tie or failure is wrong, as in "strict")."""
+        return paired_difference(self.winners, other.winners, self.labels, metric="accuracy", unparsed="wrong")
 
 
 def _replay(data: Path, subset: str, evaluator: str, strategy: str) -> LLMBarReplay:
     return llmbar_replay(load_llmbar_run(data, subset=subset, evaluator=evaluator, strategy=strategy))
 
 
-async def _score(judge: CascadeJudge | ReplayJudge | EnsembleJudge, rep: LLMBarReplay) -> tuple[float, float, float]:
+async def _scored(judge: CascadeJudge | ReplayJudge | EnsembleJudge, rep: LLMBarReplay) -> Scored:
     results: list[Any] = await judge.ajudge_many(list(rep.items))
     n = len(results)
     acc = sum(agreement_credit(r, y) for r, y in zip(results, rep.labels, strict=True)) / n
     strict = sum(matches_label(r, y) for r, y in zip(results, rep.labels, strict=True)) / n
     sent = sum(any(t.judge == STRONG for t in r.tiers) for r in results) / n if isinstance(judge, CascadeJudge) else 0.0
-    return acc, strict, sent
+    winners = [r.winner if r.ok else None for r in results]
+    return Scored(acc, strict, sent, winners, list(rep.labels))
+
+
+async def _score(judge: CascadeJudge | ReplayJudge | EnsembleJudge, rep: LLMBarReplay) -> tuple[float, float, float]:
+    s = await _scored(judge, rep)
+    return s.accuracy, s.strict, s.sent
 
 
 async def _shuffled(judge: CascadeJudge, rep: LLMBarReplay, orders: int) -> tuple[float, float, float]:
@@ -97,27 +124,32 @@ def _recommended(plan: Any) -> str:
 async def cascade_rows(data: Path, subset: str, strategy: str, budget: float = 0.5, orders: int = 0) -> list[Row]:
     strong_rep = _replay(data, subset, STRONG, strategy)
     strong = ReplayJudge(strong_rep.records)
-    g_acc, g_strict, _ = await _score(strong, strong_rep)
-    rows = [Row(subset, strategy, f"{STRONG} alone", g_acc, g_strict, 1.0, g_acc)]
+    g = await _scored(strong, strong_rep)
+    g_acc, n = g.accuracy, len(strong_rep.items)
+    rows = [Row(subset, strategy, f"{STRONG} alone", g_acc, g.strict, 1.0, g_acc, n=n)]
     for w in WEAK:
         rep = _replay(data, subset, w, strategy)
+        assert rep.keys == strong_rep.keys, "the weak and strong replays hold different items"
         weak = ReplayJudge(rep.records)
-        acc, strict, _ = await _score(weak, rep)
+        alone = await _scored(weak, rep)
         wrong = sum(
             isinstance(v, PairwiseVerdict) and v.ok and not v.inconsistent and v.winner != r.label
             for r in rep.records
             for v in [r.result]
         )
-        rows.append(Row(subset, strategy, f"{w} alone", acc, strict, 0.0, g_acc, confident_wrong=wrong))
+        rows.append(
+            Row(subset, strategy, f"{w} alone", alone.accuracy, alone.strict, 0.0, g_acc, None, wrong, n, alone.vs(g))
+        )
         policies: list[tuple[str, EscalationPolicy]] = [
             ("swap inconsistency", SwapInconsistency()),
             (f"budget {budget:.0%}", Budget(fraction=budget)),
         ]
         for label, pol in policies:
             cascade = CascadeJudge([weak, strong], escalate=pol)
-            acc, strict, sent = await _score(cascade, rep)
+            c = await _scored(cascade, rep)
             spread = await _shuffled(cascade, rep, orders) if orders and isinstance(pol, Budget) else None
-            rows.append(Row(subset, strategy, f"{w} → {STRONG}, {label}", acc, strict, sent, g_acc, shuffled=spread))
+            policy = f"{w} → {STRONG}, {label}"
+            rows.append(Row(subset, strategy, policy, c.accuracy, c.strict, c.sent, g_acc, spread, None, n, c.vs(g)))
     return rows
 
 
@@ -138,17 +170,34 @@ async def jury_rows(data: Path, strategy: str) -> list[Row]:
     agreement gives a graded confidence for the budget policy."""
     strong_rep = _replay(data, "Natural", STRONG, strategy)
     strong = ReplayJudge(strong_rep.records)
-    g_acc = (await _score(strong, strong_rep))[0]
+    g = await _scored(strong, strong_rep)
+    g_acc, n = g.accuracy, len(strong_rep.items)
     rows = []
     for w in WEAK:
         members = [ReplayJudge(_replay(data, "Natural", w, s).records, name=f"{w}/{s}") for s in NATURAL_STRATEGIES]
         jury = EnsembleJudge(members, aggregation="majority", name=f"{w} jury")
-        acc, strict, _ = await _score(jury, strong_rep)
-        rows.append(Row("Natural", "5-strategy jury", f"{w} jury alone", acc, strict, 0.0, g_acc))
+        j = await _scored(jury, strong_rep)
+        rows.append(
+            Row(
+                "Natural",
+                "5-strategy jury",
+                f"{w} jury alone",
+                j.accuracy,
+                j.strict,
+                0.0,
+                g_acc,
+                None,
+                None,
+                n,
+                j.vs(g),
+            )
+        )
         for k in (0.3, 0.5):
-            acc, strict, sent = await _score(CascadeJudge([jury, strong], escalate=Budget(fraction=k)), strong_rep)
+            c = await _scored(CascadeJudge([jury, strong], escalate=Budget(fraction=k)), strong_rep)
             policy = f"{w} jury → {STRONG}, budget {k:.0%}"
-            rows.append(Row("Natural", "5-strategy jury", policy, acc, strict, sent, g_acc))
+            rows.append(
+                Row("Natural", "5-strategy jury", policy, c.accuracy, c.strict, c.sent, g_acc, None, None, n, c.vs(g))
+            )
     return rows
 
 
@@ -180,7 +229,10 @@ async def calibration_rows(data: Path, alpha: float, delta: float, seed: int = 0
     cascade = CascadeJudge(calibrated_tiers([weak, strong], cal), abstain=True)
     out = await cascade.ajudge_many([items[i] for i in test_idx])
     kept = [(r, labels[i]) for r, i in zip(out, test_idx, strict=True) if r.ok]
-    risk = sum(not matches_label(r, y) for r, y in kept) / len(kept) if kept else float("nan")
+    errors = sum(not matches_label(r, y) for r, y in kept)
+    risk = errors / len(kept) if kept else float("nan")
+    risk_ci = proportion_interval(errors, len(kept))
+    risk_text = f"{risk:.3f}" + (f" (95% Wilson {risk_ci.low:.3f}–{risk_ci.high:.3f})" if risk_ci else "")
     to_gpt4 = sum(any(t.judge == STRONG for t in r.tiers) for r in out) / len(out)
     lines = [
         f"alpha = {alpha}, delta = {delta} (delta/2 per tier); {len(items)} pooled items "
@@ -188,7 +240,8 @@ async def calibration_rows(data: Path, alpha: float, delta: float, seed: int = 0
         f"{len(cal_idx)} to calibrate, {len(test_idx)} to test. Confidence is swap agreement (1.0 or 0.5). "
         f"GPT-4 disagrees with the label on {gpt4_noise:.1%} of the pooled items where its two orders agree.",
         "",
-        "| tier | threshold | kept on calibration | disagreements | risk upper bound (1 - delta/2) |",
+        f"| tier | threshold | kept on calibration | disagreements | risk upper bound (one-sided "
+        f"{1 - delta / 2:.0%}, exact binomial) |",
         "|---|---|---:|---:|---:|",
     ]
     for name, t in zip(("ChatGPT", STRONG), cal.tiers, strict=True):
@@ -198,7 +251,7 @@ async def calibration_rows(data: Path, alpha: float, delta: float, seed: int = 0
     lines += [
         "",
         f"Test half: {len(kept)}/{len(out)} items answered ({len(out) - len(kept)} abstained), disagreement with "
-        f"the human label among answered items {risk:.3f} (guaranteed <= {alpha} with probability >= {1 - delta}), "
+        f"the human label among answered items {risk_text} (guaranteed <= {alpha} with probability >= {1 - delta}), "
         f"{to_gpt4:.1%} sent to GPT-4.",
     ]
     return lines
@@ -208,16 +261,38 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}"
 
 
+def _wilson(share: float, n: int) -> Interval | None:
+    """Wilson 95% for a share of n items, from the count it stands for; a half item (a tie's ½
+    credit) rounds up, so accuracy with ties ½ gets the interval of its nearest whole count."""
+    return proportion_interval(math.floor(round(2 * share * n) / 2 + 0.5), n)
+
+
+def _with_ci(share: float, n: int, unit: str = "") -> str:
+    ci = _wilson(share, n) if n else None
+    text = f"{_pct(share)}{unit}"
+    return text + (f" [{_pct(ci.low)}, {_pct(ci.high)}]" if ci is not None else "")
+
+
+def _diff(d: PairedDifference | None) -> str:
+    if d is None or d.difference is None:
+        return "–"
+    ci = f" [{100 * d.interval.low:+.1f}, {100 * d.interval.high:+.1f}]" if d.interval is not None else ""
+    return f"{100 * d.difference:+.1f}{ci}"
+
+
 def _table(rows: Sequence[Row], *, with_check: bool) -> list[str]:
-    head = "| subset | strategy | judge / policy | accuracy | strict | sent to GPT-4 |"
-    sep = "|---|---|---|---:|---:|---:|"
+    head = (
+        "| subset | strategy | judge / policy | accuracy [95% Wilson] | strict [95% Wilson] "
+        "| sent to GPT-4 [95% Wilson] | strict Δ vs GPT-4 alone [95% paired bootstrap, BCa] |"
+    )
+    sep = "|---|---|---|---:|---:|---:|---:|"
     if with_check:
         head += " within 1 pt of GPT-4, <= 50% sent | budget: mean (min-max) over 100 random orders |"
         sep += "---|---|"
     lines = [head, sep]
     for r in rows:
-        line = f"| {r.subset} | {r.strategy} | {r.policy} | {_pct(r.accuracy)} | {_pct(r.strict)} "
-        line += f"| {_pct(r.to_strong)}% |"
+        line = f"| {r.subset} | {r.strategy} | {r.policy} | {_with_ci(r.accuracy, r.n)} | {_with_ci(r.strict, r.n)} "
+        line += f"| {_with_ci(r.to_strong, r.n, '%')} | {_diff(r.vs_gpt4)} |"
         if with_check:
             line += (" **yes** |" if _hit(r) else " no |") if "→" in r.policy else " |"
             if r.shuffled:
@@ -235,11 +310,26 @@ def _hit(r: Row) -> bool:
 
 async def main(data: Path, out: Path) -> None:
     started = time.perf_counter()
+    lines = await report(data)
+    lines += [f"_Runtime: {time.perf_counter() - started:.1f} s on 2 CPU cores._", ""]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines), encoding="utf-8")
+    print("\n".join(lines))
+
+
+async def report(
+    data: Path,
+    *,
+    strategies: Sequence[str] = NATURAL_STRATEGIES,
+    subsets: Sequence[str] = OTHER_SUBSETS,
+    orders: int = 100,
+) -> list[str]:
+    """The results page; fewer strategies, subsets or random orders give a quick check of its shape."""
     natural: list[Row] = []
-    for s in NATURAL_STRATEGIES:
-        natural += await cascade_rows(data, "Natural", s, orders=100)
+    for s in strategies:
+        natural += await cascade_rows(data, "Natural", s, orders=orders)
     others: list[Row] = []
-    for sub in OTHER_SUBSETS:
+    for sub in subsets:
         for s in OTHER_STRATEGIES:
             others += await cascade_rows(data, sub, s)
     sweep = await budget_sweep(data, "Vanilla")
@@ -255,6 +345,7 @@ async def main(data: Path, out: Path) -> None:
     robust = [r for r in natural if r.shuffled and r.gpt4 - r.shuffled[1] <= 0.01 + 1e-9]
     on_average = [r for r in natural if r.shuffled and r.gpt4 - r.shuffled[0] <= 0.01 + 1e-9]
     swap_hits = [r for r in hits if "swap" in r.policy]
+    n_nat = natural[0].n  # items in Natural (every Natural row scores the same items)
 
     lines = [
         "# Cascades on LLMBar (recorded verdicts, replayed)",
@@ -264,10 +355,15 @@ async def main(data: Path, out: Path) -> None:
         "answer orders, and every cascade runs through `CascadeJudge` exactly as a live one would.",
         "",
         "- **accuracy**: agreement with the gold label; a tie (the two answer orders disagree) earns ½. "
-        "This equals LLMBar's published *average accuracy* when both orders were parsed. An item without a "
-        "usable verdict (an order PaLM2/ChatGPT left unparsed) scores 0 unless the cascade escalates it.",
+        "This equals LLMBar's published *average accuracy* when both orders were parsed. An item with one order "
+        "left unparsed earns half of what the readable order earns (LLMBar's convention, `agreement_credit`); "
+        "with neither, 0 unless the cascade escalates it.",
         "- **strict**: ties count as wrong.",
         "- **sent to GPT-4**: share of items the cascade escalated (GPT-4 alone: 100%).",
+        "- Intervals, 95%: Wilson for accuracy (its ½-point credits rounded up to whole items), strict and sent "
+        "(`judgegraph.metrics.proportion_interval`); **strict Δ vs GPT-4 alone**: the row's strict agreement minus "
+        "GPT-4's on the same items, paired bootstrap over items (`paired_difference`, BCa; it scores exact matches, "
+        "so a Δ on the ½-credit accuracy has no interval here).",
         "- Swap-inconsistency policy: escalate when the weak judge's two orders disagree (or it failed). "
         "Budget policy: escalate the k% least confident items of the batch (the paper's method); with "
         "recorded verdicts the only confidence is swap agreement (1.0 or 0.5), so equally confident items are "
@@ -319,9 +415,9 @@ async def main(data: Path, out: Path) -> None:
         "",
         "## Budget sweep, Natural, Vanilla strategy",
         "",
-        "| weak judge | budget k | accuracy | sent to GPT-4 |",
+        "| weak judge | budget k | accuracy [95% Wilson] | sent to GPT-4 [95% Wilson] |",
         "|---|---:|---:|---:|",
-        *[f"| {w} | {k:.0%} | {_pct(a)} | {_pct(s)}% |" for w, k, a, s in sweep],
+        *[f"| {w} | {k:.0%} | {_with_ci(a, n_nat)} | {_with_ci(s, n_nat, '%')} |" for w, k, a, s in sweep],
         "",
         "## A jury as the cheap tier (Natural, GPT-4 Vanilla)",
         "",
@@ -340,10 +436,11 @@ async def main(data: Path, out: Path) -> None:
         f"Assumed cost per item: GPT-4 = 1, ChatGPT / LLaMA2 / PaLM2 = 0.05 each. {len(plan.candidates)} "
         "candidate policies; the cost-agreement frontier (in-sample):",
         "",
-        "| policy | accuracy | cost / item | reach by tier |",
+        "| policy | accuracy [95% Wilson] | cost / item | reach by tier |",
         "|---|---:|---:|---|",
         *[
-            f"| {p.name} | {_pct(p.agreement)} | {p.cost_per_item:.3f} | {' > '.join(_pct(x) + '%' for x in p.reach)} |"
+            f"| {p.name} | {_with_ci(p.agreement, n_nat)} | {p.cost_per_item:.3f} "
+            f"| {' > '.join(_pct(x) + '%' for x in p.reach)} |"
             for p in plan.frontier
         ],
         "",
@@ -357,12 +454,8 @@ async def main(data: Path, out: Path) -> None:
         "",
         *calib,
         "",
-        f"_Runtime: {time.perf_counter() - started:.1f} s on 2 CPU cores._",
-        "",
     ]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines), encoding="utf-8")
-    print("\n".join(lines))
+    return lines
 
 
 if __name__ == "__main__":

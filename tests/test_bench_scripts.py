@@ -52,13 +52,13 @@ def _load(name: str) -> Any:
 
 
 def _assert_interval_columns(text: str, *, expect_tables: int) -> list[Table]:
-    """Every rate table names its interval in the header, and every cell under such a header
-    holds one ([low, high]) beside its value."""
+    """Every rate table names its interval in the header, and every cell under a "[95% ...]"
+    header holds one ([low, high]) beside its value ("–" where there is nothing to compare)."""
     found = tables(text, "bench output")
     assert len(found) == expect_tables, [t.header for t in found]
     assert [t.header for t in found if missing_interval(t)] == []
     for t in found:
-        for header, column in t.column("95%"):
+        for header, column in t.column("[95%"):
             assert t.rows, t.header
             bare = [c for c in column if not BRACKETED.search(c) and c not in ("–", "")]
             assert not bare, f"{header}: cells without an interval: {bare}"
@@ -94,3 +94,18 @@ def test_sampled_confidence_tables_carry_intervals(shared_data: Path) -> None:
     for t in found:
         ((_, rate),) = t.column("error rate")
         assert BRACKETED.search(rate[0]), rate
+
+
+async def test_cascade_llmbar_tables_carry_intervals(shared_data: Path) -> None:
+    root = shared_data / "llmbar"
+    if not (root / "LLMBar" / "Natural").is_dir():
+        pytest.skip("LLMBar is not in ../shared/data/llmbar")
+    bench = _load("cascade_llmbar")
+    # One Natural strategy, one other subset, two random orders: every table, few rows.
+    text = "\n".join(await bench.report(root, strategies=("Metrics_Reference",), subsets=("FairEval",), orders=2))
+    found = _assert_interval_columns(text, expect_tables=6)
+    natural, calibration = found[0], found[-1]
+    assert len(natural.rows) == 1 + 3 * 3  # GPT-4 alone, then each cheap judge alone and in two cascades
+    ((_, delta),) = natural.column("strict Δ")
+    assert delta[0] == "–" and all(BRACKETED.search(d) for d in delta[1:]), delta  # GPT-4 is not compared with itself
+    assert "95%" in " ".join(calibration.header)  # the one-sided bound says its level
