@@ -12,7 +12,8 @@ anything it cannot read. LangChain's own ``convert_to_messages`` does the
 parsing of foreign shapes, so its aliases (``human``/``ai``/``developer``...)
 are accepted exactly as LangChain accepts them.
 
-This module sits below ``types`` and imports nothing from judgegraph.
+This module sits below ``types`` and imports nothing from judgegraph but its
+strict JSON reader (``_json``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from ._json import DuplicateKeyError, loads_unique
 
 __all__ = ["check_tool_links", "last_exchange", "message_text", "normalize_messages"]
 
@@ -180,7 +183,9 @@ def _check_openai_calls(message: Mapping[str, Any], where: str) -> Mapping[str, 
             raise ValueError(f"{at}.function.name: must be a non-empty string")
         raw = fn.get("arguments") or "{}"
         try:
-            args = json.loads(raw) if isinstance(raw, str) else raw
+            args = loads_unique(raw) if isinstance(raw, str) else raw
+        except DuplicateKeyError as exc:
+            raise ValueError(f"{at}.function.arguments: ambiguous, {exc} (given twice in one object)") from None
         except json.JSONDecodeError as exc:
             raise ValueError(f"{at}.function.arguments: not valid JSON ({exc.msg} at char {exc.pos})") from None
         if not isinstance(args, Mapping):

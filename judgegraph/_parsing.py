@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ._json import DuplicateKeyError, loads_unique
 from ._markers import (
     HSPACE,
     LINE_BREAKS,
@@ -316,7 +317,10 @@ def copies_evaluated(output: str, fields: Iterable[str | None]) -> bool:
 
 def _parse_json(raw: str, kind: ParserKind, scale: tuple[int, int], labels: Sequence[str] = ()) -> Parsed:
     try:
-        obj = json.loads(json_body(raw))
+        obj = loads_unique(json_body(raw))
+    except DuplicateKeyError as exc:
+        # Two values for one key: which one is the verdict is anyone's guess.
+        raise ParseError(f"JSON output is ambiguous: {exc} (given twice in one object)") from None
     except json.JSONDecodeError as exc:
         raise ParseError(f"output is not valid JSON: {exc.msg} at char {exc.pos}") from None
     except RecursionError:
