@@ -14,19 +14,24 @@ carry (each field below is used; the context schemas advertise no others):
 - ``threshold`` (guardrail only): the score an answer needs to pass; default 4.
 
 A judge without a model gives verdicts with status ``error`` that say so.
+The server keeps one backend (one OpenAI client and its connections) for
+each of the ``MAX_SERVED_BACKENDS`` (model, endpoint) pairs used last; one
+pushed out is closed as soon as no call is using it, so callers varying the
+model cannot grow memory or sockets without bound.
 This file is loaded by path, so it imports the package absolutely.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from judgegraph.backends import Backend, BackendError, Capabilities, GenerateRequest, GenerateResult
+from judgegraph.backends import BackendError, Capabilities, GenerateRequest, GenerateResult
 from judgegraph.graphs import (
     create_batch_graph,
     create_guardrail_graph,
@@ -46,6 +51,7 @@ from judgegraph.judges import (
 from judgegraph.types import PairwiseInput, PairwiseVerdict, Pricing, SwapPolicy
 
 __all__ = [
+    "MAX_SERVED_BACKENDS",
     "EnvBackend",
     "ServedContext",
     "ServedGuardrailContext",
@@ -81,7 +87,9 @@ class EnvBackend:
     def __init__(self, model: str = "", base_url: str | None = None) -> None:
         self.model = model
         self.base_url = base_url
-        self._backend: Backend | None = None
+        self._backend: Any = None  # an OpenAIBackend once called
+        self._busy = 0  # calls in flight
+        self.retired = False  # out of the served cache: closed whenever idle
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         if not self.model:
@@ -90,7 +98,76 @@ class EnvBackend:
             from judgegraph.backends import OpenAIBackend
 
             self._backend = OpenAIBackend(self.model, base_url=self.base_url, api_key=os.environ.get("OPENAI_API_KEY"))
-        return await self._backend.generate(request)
+        self._busy += 1
+        try:
+            result: GenerateResult = await self._backend.generate(request)
+            return result
+        finally:
+            self._busy -= 1
+            if self.retired and not self._busy:
+                # Evicted while this call ran (or called through an old reference): close it now.
+                await self.aclose()
+
+    @property
+    def busy(self) -> bool:
+        return self._busy > 0
+
+    async def aclose(self) -> None:
+        """Close the client (and its connections); a later call makes a new one."""
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            await backend.aclose()
+
+
+MAX_SERVED_BACKENDS = 8
+"""How many (model, endpoint) backends a served graph keeps open at most."""
+
+
+class ServedBackends:
+    """The backends served runs asked for, by (model, endpoint), least
+    recently used first. Past ``size`` the oldest is retired: closed now if
+    idle (see :meth:`aclose_retired`), else when its last call ends."""
+
+    def __init__(self, size: int = MAX_SERVED_BACKENDS) -> None:
+        if size < 1:
+            raise ValueError(f"size must be at least 1, got {size}")
+        self.size = size
+        self._items: OrderedDict[tuple[str, str | None], EnvBackend] = OrderedDict()
+        self._retired: list[EnvBackend] = []
+
+    def get(self, model: str, base_url: str | None) -> EnvBackend:
+        key = (model, base_url)
+        found = self._items.pop(key, None) or EnvBackend(model, base_url)
+        self._items[key] = found
+        while len(self._items) > self.size:
+            _, old = self._items.popitem(last=False)
+            old.retired = True
+            self._retired.append(old)
+        return found
+
+    async def aclose_retired(self) -> None:
+        """Close the retired backends no call is using (a busy one closes itself when done)."""
+        idle = [b for b in self._retired if not b.busy]
+        self._retired = [b for b in self._retired if b.busy]
+        for b in idle:
+            await b.aclose()
+
+    async def aclose(self) -> None:
+        """Close every backend, kept or retired (a server shutting down)."""
+        every = [*self._items.values(), *self._retired]
+        self._items.clear()
+        self._retired.clear()
+        for b in every:
+            await b.aclose()
+
+    def keys(self) -> list[tuple[str, str | None]]:
+        return list(self._items)
+
+    def values(self) -> Iterator[EnvBackend]:
+        return iter(list(self._items.values()))
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 def _text(context: Any, key: str) -> str | None:
@@ -101,7 +178,8 @@ def _text(context: Any, key: str) -> str | None:
 
 
 def backend_for(context: Any) -> EnvBackend:
-    """The backend a served run asks for, one per (model, endpoint), reused."""
+    """The backend a served run asks for, one per (model, endpoint), reused
+    while it is among the ``MAX_SERVED_BACKENDS`` used last."""
     default_url = os.environ.get("JUDGEGRAPH_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
     model = _text(context, "model") or os.environ.get("JUDGEGRAPH_MODEL", "")
     base_url = _text(context, "base_url") or default_url
@@ -111,13 +189,10 @@ def backend_for(context: Any) -> EnvBackend:
             raise ValueError(
                 f"context.base_url {base_url!r} is not the server's endpoint and not in JUDGEGRAPH_ALLOWED_BASE_URLS"
             )
-    key = (model, base_url)
-    if key not in _backends:
-        _backends[key] = EnvBackend(model, base_url)
-    return _backends[key]
+    return _backends.get(model, base_url)
 
 
-_backends: dict[tuple[str, str | None], EnvBackend] = {}
+_backends = ServedBackends()
 
 
 class ServedJudge:
@@ -139,7 +214,9 @@ class ServedJudge:
         return self.judge.needs_batch
 
     async def ajudge(self, value: Any, *, context: Any = None) -> Any:
-        return await self.judge.ajudge(value, context={"backend": backend_for(context)})
+        backend = backend_for(context)
+        await _backends.aclose_retired()  # what this lookup pushed out, if nobody is using it
+        return await self.judge.ajudge(value, context={"backend": backend})
 
     async def ajudge_order(self, item: PairwiseInput, *, swapped: bool, context: Any = None) -> PairwiseVerdict:
         return await ajudge_one_order(self, item, swapped=swapped, context=context)
