@@ -133,7 +133,12 @@ def create_batch_graph(
     )
     builder.add_node("plan", graph_node(plan))
     # The ignore: langgraph's stubs reject any TypedDict input_schema; it works at run time.
-    builder.add_node("judge_item", graph_node(judge_item), input_schema=_ItemTask, cache_policy=cache_policy)  # type: ignore[arg-type]
+    builder.add_node(
+        "judge_item",
+        graph_node(judge_item, judge=judge, cache_policy=cache_policy),
+        input_schema=_ItemTask,
+        cache_policy=cache_policy,
+    )  # type: ignore[arg-type]
     builder.add_node("collect", graph_node(collect))
     builder.add_edge(START, "plan")
     builder.add_conditional_edges("plan", fan_out, ["judge_item", "collect"])

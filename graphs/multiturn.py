@@ -214,8 +214,16 @@ def create_multiturn_graph(
     )
     builder.add_node("prepare", graph_node(prepare))
     # The ignore: langgraph's stubs reject any TypedDict input_schema; it works at run time.
-    builder.add_node("judge_turn", graph_node(turn), input_schema=_TurnTask, cache_policy=cache_policy)  # type: ignore[arg-type]
-    builder.add_node("judge_conversation", graph_node(whole), input_schema=_WholeTask, cache_policy=cache_policy)  # type: ignore[arg-type]
+    builder.add_node(
+        "judge_turn",
+        graph_node(turn, judge=turn_judge, cache_policy=cache_policy),
+        input_schema=_TurnTask,
+        cache_policy=cache_policy,
+    )  # type: ignore[arg-type]
+    whole_node = graph_node(
+        whole, judge=conversation_judge or turn_judge, cache_policy=cache_policy
+    )  # unused without one
+    builder.add_node("judge_conversation", whole_node, input_schema=_WholeTask, cache_policy=cache_policy)  # type: ignore[arg-type]
     builder.add_node("aggregate", graph_node(aggregate))
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", fan_out, ["judge_turn", "judge_conversation"])

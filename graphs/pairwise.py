@@ -106,7 +106,12 @@ def create_pairwise_graph(
     )
     builder.add_node("prepare", graph_node(prepare))
     # The ignore: langgraph's stubs reject any TypedDict input_schema; it works at run time.
-    builder.add_node("judge_order", graph_node(order), input_schema=_OrderTask, cache_policy=cache_policy)  # type: ignore[arg-type]
+    builder.add_node(
+        "judge_order",
+        graph_node(order, judge=judge, cache_policy=cache_policy),
+        input_schema=_OrderTask,
+        cache_policy=cache_policy,
+    )  # type: ignore[arg-type]
     builder.add_node("aggregate", graph_node(aggregate))
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", fan_out, ["judge_order"])

@@ -73,7 +73,7 @@ def create_pointwise_graph(
         input_schema=PointwiseGraphInput,
         output_schema=PointwiseGraphOutput,
     )
-    builder.add_node("score", graph_node(score), cache_policy=cache_policy)
+    builder.add_node("score", graph_node(score, judge=judge, cache_policy=cache_policy), cache_policy=cache_policy)
     builder.add_edge(START, "score")
     builder.add_edge("score", END)
     return builder.compile(checkpointer=checkpointer, cache=cache, name=name)

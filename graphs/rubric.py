@@ -105,7 +105,12 @@ def create_rubric_graph(
     )
     builder.add_node("prepare", graph_node(prepare))
     # The ignore: langgraph's stubs reject any TypedDict input_schema; it works at run time.
-    builder.add_node("judge_criterion", graph_node(criterion), input_schema=_CriterionTask, cache_policy=cache_policy)  # type: ignore[arg-type]
+    builder.add_node(
+        "judge_criterion",
+        graph_node(criterion, judge=judge, cache_policy=cache_policy),
+        input_schema=_CriterionTask,
+        cache_policy=cache_policy,
+    )  # type: ignore[arg-type]
     builder.add_node("aggregate", graph_node(aggregate))
     builder.add_edge(START, "prepare")
     builder.add_conditional_edges("prepare", fan_out, ["judge_criterion"])

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from judgegraph.backends import RateLimitedBackend, RateLimiter, TokenBucket
+from judgegraph.judges import fingerprint_for, judge_fingerprint
 
 from ._batch import BatchEstimate, BatchOptions, aestimate_batch_job, arun_batch_job
-from ._judging import fingerprint_for
 from ._recorder import JobProgress, JobSummary, ProgressCallback
 from ._runner import arun_job, arun_spec
 from ._sources import Shard, detect_format, expand_paths, iter_rows
@@ -26,7 +26,6 @@ from ._spec import (
     build_backend,
     build_judge,
     config_hash,
-    judge_fingerprint,
 )
 from ._store import ItemRecord, ResultRecord, RunInfo, RunMismatchError, Store, StoredRow
 from ._store_guard import RunLockedError, StoreCommitError, StoreError

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from judgegraph.backends import Backend, RateLimitedBackend, RateLimiter
-from judgegraph.judges import Judge, JudgeInputError
+from judgegraph.judges import Judge, JudgeInputError, fingerprint_for  # re-exported for the engines
 from judgegraph.types import JudgeResult
 
-from ._spec import PreparedRow, judge_fingerprint
+from ._spec import PreparedRow
 from ._store import ResultRecord
 
 __all__ = ["failure_record", "fingerprint_for", "judge_prepared", "limit_context", "verdict_record"]
@@ -77,18 +77,3 @@ def limit_context(
         if isinstance(v, Backend):
             ctx[k] = RateLimitedBackend(v, limiter)
     return ctx, judge.with_backends(lambda b: RateLimitedBackend(b, limiter))
-
-
-def fingerprint_for(
-    judge: Judge[Any, Any],
-    context: Mapping[str, Any] | None,
-    *,
-    engine: Mapping[str, Any] | None = None,
-    portable: bool = False,
-) -> dict[str, Any]:
-    """The judge's fingerprint with the backend it calls in ``context``; a
-    judge that names no single backend (a cascade) is keyed by every backend
-    the context offers. ``engine`` and ``portable``: see :func:`judge_fingerprint`."""
-    backend = judge.backend_for(context)
-    offered = {k: v for k, v in (context or {}).items() if isinstance(v, Backend)} if backend is None else None
-    return judge_fingerprint(judge, backend, context_backends=offered, engine=engine, portable=portable)

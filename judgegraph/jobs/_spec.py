@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from judgegraph.backends import Backend, canonical_json, identity_hash, identity_value, verdict_identity
+from judgegraph.backends import Backend, canonical_json, identity_hash
 from judgegraph.config import BackendConfig, JudgeConfig, JudgeKind, build_backend, build_judge
-from judgegraph.judges import AsyncJudge, Judge, JudgeInputError, coerce_input
+from judgegraph.judges import JudgeInputError, coerce_input, judge_fingerprint
 from judgegraph.types import FrozenModel
 
 from ..types import ConversationInput, PairwiseInput, PointwiseInput
@@ -43,7 +43,6 @@ __all__ = [
     "build_judge",
     "canonical_json",
     "config_hash",
-    "judge_fingerprint",
 ]
 
 INPUT_MODELS: dict[str, type[BaseModel]] = {
@@ -111,52 +110,6 @@ def _identity_backend(cfg: BackendConfig) -> Backend:
 
 
 # ------------------------------------------------------------------ hashing
-
-
-def _judge_value(value: Any) -> Any:
-    return _judge_settings(value, own_backend=True) if isinstance(value, Judge) else NotImplemented
-
-
-# Attributes that change how fast a judge runs, not what it answers.
-_RUNTIME_ONLY = {"max_concurrency", "concurrency"}
-
-
-def _judge_settings(judge: AsyncJudge[Any], *, own_backend: bool) -> dict[str, Any]:
-    """A judge's own settings: its ``config_fingerprint()`` where it says them
-    itself, else its public attributes, judges nested in it included (cascade
-    tiers, ensemble members); ``own_backend`` keeps its ``backend`` attribute
-    (a nested judge's, or a key), else the caller keys the backend."""
-    own = judge.config_fingerprint()
-    if own is not None:
-        fp: dict[str, Any] = {"custom": identity_value(own, _judge_value)}
-    else:
-        fp = {
-            k: identity_value(v, _judge_value)
-            for k, v in sorted(vars(judge).items())
-            if not k.startswith("_") and k not in _RUNTIME_ONLY and (own_backend or k != "backend")
-        }
-    fp["class"] = f"{type(judge).__module__}.{type(judge).__qualname__}"
-    return fp
-
-
-def judge_fingerprint(
-    judge: AsyncJudge[Any],
-    backend: Backend | None,
-    *,
-    context_backends: Mapping[str, Backend] | None = None,
-    engine: Mapping[str, Any] | None = None,
-    portable: bool = False,
-) -> dict[str, Any]:
-    """Everything about a judge and the backend it calls that can change a
-    verdict: :func:`~judgegraph.backends.verdict_identity` of the backend and
-    the judge's own settings (see there for the other arguments)."""
-    return verdict_identity(
-        backend=backend,
-        judge=_judge_settings(judge, own_backend=backend is None),
-        context_backends=context_backends,
-        engine=engine,
-        portable=portable,
-    )
 
 
 def config_hash(fingerprint: Mapping[str, Any]) -> str:

@@ -50,6 +50,7 @@ from ._composite import (
 )
 from ._contract import AsyncJudge, Context, ajudge_one_order, as_async_judge
 from ._ensemble import Aggregation, EnsembleJudge, create_ensemble_judge
+from ._fingerprint import fingerprint_for, judge_fingerprint, node_identity
 from ._model import CallOptions, ModelJudge, ModelJudgeOptions, Outcome
 from ._node import create_batch_judge_node, create_judge_node, graph_node
 from ._pairwise import PairwiseJudge, create_pairwise_judge
@@ -133,15 +134,18 @@ __all__ = [
     "create_sampled_judge",
     "create_trajectory_judge",
     "find_in_context",
+    "fingerprint_for",
     "from_context",
     "get_template",
     "graph_node",
     "item_key",
+    "judge_fingerprint",
     "judge_name",
     "latency_of",
     "list_templates",
     "llmbar_replay",
     "match_trajectory",
+    "node_identity",
     "parse_output",
     "read_verdicts",
     "register_template",

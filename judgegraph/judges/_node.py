@@ -19,9 +19,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.types import CachePolicy
 from pydantic import BaseModel
 
-from ._base import Judge, JudgeInputError, context_from_config, run_sync
+from ._base import FromContext, Judge, JudgeInputError, context_from_config, run_sync
+from ._contract import AsyncJudge
+from ._fingerprint import node_identity
 from ._from_messages import state_chat_key
 from ._tracing import tracing_active
 
@@ -82,10 +85,17 @@ class _Node(RunnableCallable):
     """A node with LangGraph's async path for ``afunc`` unchanged, and a sync
     path that runs ``afunc`` on judgegraph's shared loop; calling it calls ``afunc``."""
 
-    def __init__(self, afunc: Callable[..., Awaitable[Any]]) -> None:
+    def __init__(self, afunc: Callable[..., Awaitable[Any]], identity: str | None) -> None:
         @functools.wraps(afunc)  # the same signature, so LangGraph injects the same arguments
         def blocking(*args: Any, **kwargs: Any) -> Any:
             return run_sync(afunc(*args, **kwargs))
+
+        if identity is not None:
+            # LangGraph's node cache is namespaced by the node function's
+            # module and qualname, and keyed by its input only: the judge's
+            # verdict identity in the name keeps one judge's cached verdicts
+            # from answering for another's.
+            blocking.__qualname__ = f"{afunc.__qualname__}[{identity}]"
 
         # trace=False as add_node's own: the node's run is LangGraph's, not a second one.
         super().__init__(blocking, afunc, name=afunc.__name__, trace=False)
@@ -95,7 +105,12 @@ class _Node(RunnableCallable):
         return self.afunc(*args, **kwargs)
 
 
-def graph_node(afunc: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+def graph_node(
+    afunc: Callable[..., Awaitable[Any]],
+    *,
+    judge: AsyncJudge[Any] | FromContext | None = None,
+    cache_policy: CachePolicy[Any] | None = None,
+) -> Callable[..., Awaitable[Any]]:
     """The async node function ``afunc`` as a LangGraph node that runs under
     ``graph.invoke`` as well as ``graph.ainvoke``.
 
@@ -104,10 +119,26 @@ def graph_node(afunc: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[
     works inside a running loop too, e.g. a notebook cell). LangGraph injects
     ``config``, ``runtime`` and the rest by ``afunc``'s signature either way.
     The node is still ``afunc`` when called directly.
+
+    ``judge``: the judge the node calls, whose verdict identity then names the
+    node's slice of LangGraph's node cache. ``cache_policy``: the policy the
+    node is added with, refused (ValueError) for a judge that comes from, or
+    takes its model from, the run's context: the node cache keys on the
+    node's input alone, so it would answer for whatever model a later run
+    names (cache model calls with ``CachedBackend`` instead, which is keyed
+    by the verdict identity).
     """
     if not inspect.iscoroutinefunction(afunc):
         raise TypeError(f"graph_node takes an async function, got {afunc!r}: add a sync one to the graph as it is")
-    return _Node(afunc)
+    identity = node_identity(judge) if judge is not None else None
+    if cache_policy is not None and identity is None:
+        raise ValueError(
+            "cache_policy: LangGraph's node cache keys on the node's input only, and this node's judge "
+            "(or its model) comes from the run's context, so a cached verdict would answer for another "
+            "model; give the graph the judge itself, with its own backend, or cache model calls with "
+            "judgegraph.backends.CachedBackend"
+        )
+    return _Node(afunc, identity)
 
 
 def create_judge_node(
@@ -139,7 +170,7 @@ def create_judge_node(
         return {output_key: result}
 
     judge_node.__name__ = f"{judge.name}_node"
-    return graph_node(judge_node)
+    return graph_node(judge_node, judge=judge)
 
 
 def create_batch_judge_node(
@@ -163,4 +194,4 @@ def create_batch_judge_node(
         return {output_key: results}
 
     batch_judge_node.__name__ = f"{judge.name}_batch_node"
-    return graph_node(batch_judge_node)
+    return graph_node(batch_judge_node, judge=judge)

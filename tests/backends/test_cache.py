@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from judgegraph import OpenAIBackend, PointwiseJudge, Status
 from judgegraph.backends import CachedBackend, MemoryCache, SqliteCache, TGIBackend
@@ -102,16 +101,20 @@ async def test_graph_factories_take_langgraph_cache() -> None:
         return Reply("[SCORES] 8 3")
 
     with LoopbackServer(_grade) as server, LoopbackServer(pair_grade) as pair_server:
-        context: dict[str, Any] = {"judge": PointwiseJudge(_openai(server))}
-        graph = create_pointwise_graph(cache=InMemoryCache(), cache_policy=CachePolicy())
-        out = [await graph.ainvoke(dict(ITEM), context=context) for _ in range(3)]
+        # The judge is the graph's own: a judge from the run's context refuses a
+        # node cache (tests/graphs/test_node_cache_identity.py).
+        graph = create_pointwise_graph(
+            judge=PointwiseJudge(_openai(server)), cache=InMemoryCache(), cache_policy=CachePolicy()
+        )
+        out = [await graph.ainvoke(dict(ITEM)) for _ in range(3)]
         assert _requests(server) == 1
         from judgegraph import PairwiseJudge
 
-        pg = create_pairwise_graph(cache=InMemoryCache(), cache_policy=CachePolicy())
+        pg = create_pairwise_graph(
+            judge=PairwiseJudge(_openai(pair_server)), cache=InMemoryCache(), cache_policy=CachePolicy()
+        )
         pair = {"instruction": "q", "response_a": "good", "response_b": "bad"}
-        pctx: dict[str, Any] = {"judge": PairwiseJudge(_openai(pair_server))}
-        verdicts = [(await pg.ainvoke(dict(pair), context=pctx))["verdict"] for _ in range(2)]
+        verdicts = [(await pg.ainvoke(dict(pair)))["verdict"] for _ in range(2)]
         assert _requests(pair_server) == 2  # both orders once, then cached
     assert all(o["verdict"].score == 5 for o in out)
     assert verdicts[0].winner == verdicts[1].winner
