@@ -15,7 +15,9 @@ the reference's) or ``superset`` (the run's include the reference's);
 ``args_overrides`` sets another mode, or a list of (dotted) keys to compare,
 per tool name. Unordered matching is a maximum bipartite matching, so the
 verdict does not depend on the order calls are tried in (a greedy first fit
-can miss a match when arguments are compared loosely).
+can miss a match when arguments are compared loosely). Identical calls are
+matched as one group with a count (a maximum flow, computed iteratively), so
+an agent that repeats a call thousands of times is matched in polynomial time.
 
 The verdict is a :class:`PointwiseScore` on the scale 0-1: 1 when the run
 matches. Its rationale says what matched or the first thing that did not.
@@ -23,7 +25,9 @@ matches. Its rationale says what matched or the first thing that did not.
 
 from __future__ import annotations
 
+import json
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -86,23 +90,120 @@ class _Matcher:
         return self._per_tool.get(ref.name, self._default)(out.args, ref.args)
 
 
-def _pairs(run: Sequence[ToolCall], ref: Sequence[ToolCall], same: _Matcher) -> dict[int, int]:
-    """A maximum matching run call -> reference call (Kuhn's augmenting paths)."""
-    owner: dict[int, int] = {}  # reference index -> run index
+def _groups(calls: Sequence[ToolCall]) -> tuple[list[ToolCall], list[list[int]]]:
+    """Identical calls (name, arguments, error) as one group each: a
+    representative and the indices of its members, in order. Members of a
+    group match exactly the same calls, so a run repeating one call a
+    thousand times is one node of the matching, not a thousand."""
+    reps: list[ToolCall] = []
+    members: list[list[int]] = []
+    buckets: dict[tuple[str, str | None, str], list[int]] = {}
+    for i, call in enumerate(calls):
+        try:
+            text = json.dumps(call.args, sort_keys=True, default=repr)
+        except (TypeError, ValueError):  # keys that do not sort, cycles: compared below by equality
+            text = ""
+        bucket = buckets.setdefault((call.name, call.error, text), [])
+        # The text only narrows the search: equal text with unequal arguments stays apart.
+        found = next((g for g in bucket if reps[g].args == call.args), None)
+        if found is None:
+            found = len(reps)
+            bucket.append(found)
+            reps.append(call)
+            members.append([])
+        members[found].append(i)
+    return reps, members
 
-    def place(i: int, seen: set[int]) -> bool:
-        for j, r in enumerate(ref):
-            if j in seen or not same(run[i], r):
+
+class _Flow:
+    """Maximum flow by Dinic's algorithm, iterative (no recursion depth to run out of)."""
+
+    def __init__(self, size: int) -> None:
+        self.adj: list[list[int]] = [[] for _ in range(size)]
+        self.to: list[int] = []
+        self.cap: list[int] = []
+
+    def edge(self, u: int, v: int, cap: int) -> int:
+        """Add u -> v with capacity ``cap``; its index (the flow on it is ``cap[index ^ 1]``)."""
+        for a, b, c in ((u, v, cap), (v, u, 0)):
+            self.adj[a].append(len(self.to))
+            self.to.append(b)
+            self.cap.append(c)
+        return len(self.to) - 2
+
+    def _levels(self, s: int, t: int) -> list[int] | None:
+        level = [-1] * len(self.adj)
+        level[s] = 0
+        queue = deque([s])
+        while queue:
+            u = queue.popleft()
+            for e in self.adj[u]:
+                v = self.to[e]
+                if self.cap[e] > 0 and level[v] < 0:
+                    level[v] = level[u] + 1
+                    queue.append(v)
+        return level if level[t] >= 0 else None
+
+    def _augment(self, s: int, t: int, level: list[int], nxt: list[int]) -> int:
+        """One shortest augmenting path in the level graph, pushed; 0 when none is left."""
+        path: list[int] = []
+        u = s
+        while u != t:
+            edges = self.adj[u]
+            while nxt[u] < len(edges):
+                e = edges[nxt[u]]
+                if self.cap[e] > 0 and level[self.to[e]] == level[u] + 1:
+                    break
+                nxt[u] += 1
+            else:  # a dead end: step back and skip the edge that led here
+                if not path:
+                    return 0
+                level[u] = -1
+                u = self.to[path.pop() ^ 1]
+                nxt[u] += 1
                 continue
-            seen.add(j)
-            if j not in owner or place(owner[j], seen):
-                owner[j] = i
-                return True
-        return False
+            path.append(e)
+            u = self.to[e]
+        push = min(self.cap[e] for e in path)
+        for e in path:
+            self.cap[e] -= push
+            self.cap[e ^ 1] += push
+        return push
 
-    for i in range(len(run)):
-        place(i, set())
-    return {i: j for j, i in owner.items()}
+    def run(self, s: int, t: int) -> int:
+        total = 0
+        while (level := self._levels(s, t)) is not None:
+            nxt = [0] * len(self.adj)
+            while pushed := self._augment(s, t, level, nxt):
+                total += pushed
+        return total
+
+
+def _matched(run: Sequence[ToolCall], ref: Sequence[ToolCall], same: _Matcher) -> tuple[set[int], set[int]]:
+    """The run calls and reference calls a maximum one-to-one matching pairs.
+
+    A maximum bipartite matching between multisets: identical calls are
+    grouped, and the matching is a maximum flow from run groups (capacity:
+    their size) to reference groups (likewise). Polynomial and iterative."""
+    out_reps, out_members = _groups(run)
+    ref_reps, ref_members = _groups(ref)
+    n_out, n_ref = len(out_reps), len(ref_reps)
+    s, t = 0, n_out + n_ref + 1
+    flow = _Flow(t + 1)
+    sources = [flow.edge(s, 1 + g, len(out_members[g])) for g in range(n_out)]
+    sinks = [flow.edge(1 + n_out + h, t, len(ref_members[h])) for h in range(n_ref)]
+    by_name: dict[str, list[int]] = {}
+    for h, r in enumerate(ref_reps):
+        by_name.setdefault(r.name, []).append(h)
+    for g, c in enumerate(out_reps):
+        for h in by_name.get(c.name, ()):
+            if same(c, ref_reps[h]):
+                flow.edge(1 + g, 1 + n_out + h, min(len(out_members[g]), len(ref_members[h])))
+    flow.run(s, t)
+    # Members of a group are interchangeable: the first ones count as matched.
+    out = {i for g, e in enumerate(sources) for i in out_members[g][: flow.cap[e ^ 1]]}
+    back = {j for h, e in enumerate(sinks) for j in ref_members[h][: flow.cap[e ^ 1]]}
+    return out, back
 
 
 def _calls(messages: Sequence[Message]) -> list[ToolCall]:
@@ -138,9 +239,8 @@ def match_trajectory(
     if mode == "strict":
         return _strict(run, reference, same)
     out, ref = _calls(run), _calls(reference)
-    pairs = _pairs(out, ref, same)
-    extra = [_describe(c) for i, c in enumerate(out) if i not in pairs]
-    taken = set(pairs.values())
+    paired, taken = _matched(out, ref, same)
+    extra = [_describe(c) for i, c in enumerate(out) if i not in paired]
     missing = [_describe(c) for j, c in enumerate(ref) if j not in taken]
     if mode == "unordered":
         ok = not extra and not missing
@@ -156,7 +256,7 @@ def match_trajectory(
     if missing and mode in ("unordered", "superset"):
         problems.append("reference calls the run does not make: " + ", ".join(missing))
     if ok:
-        return True, f"{len(pairs)} of the run's {len(out)} tool call(s) match the reference's {len(ref)} ({mode})"
+        return True, f"{len(paired)} of the run's {len(out)} tool call(s) match the reference's {len(ref)} ({mode})"
     return False, "; ".join(problems)
 
 
