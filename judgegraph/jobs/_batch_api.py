@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import logging
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from ._batch_store import TERMINAL, BatchRow, BatchTable
 __all__ = ["AnswerBackend", "AnswerBook", "BatchOptions", "BatchSettler", "misses_var", "request_key"]
 
 ENDPOINT = "/v1/chat/completions"
+_log = logging.getLogger("judgegraph.jobs")
 
 
 class BatchOptions(BaseModel):
@@ -305,7 +307,7 @@ class BatchSettler:
 
     async def _aread(self, r: BatchRow) -> None:
         self._read.add(r.local_key)
-        seen: set[str] = set()
+        said: dict[str, list[GenerateResult | str]] = {}  # custom_id -> what each of its lines said
         unreadable = 0
         for fid in (r.output_file_id, r.error_file_id):
             if fid is None:
@@ -313,9 +315,33 @@ class BatchSettler:
             content = await self.client.files.content(fid)
             for line in content.content.decode(errors="replace").splitlines():
                 if line.strip():
-                    key = self._take_line(line)
-                    seen.add(key)
-                    unreadable += not key
+                    got = self._read_line(line)
+                    if got is None:
+                        unreadable += 1
+                    else:
+                        said.setdefault(got[0], []).append(got[1])
+        asked = set(r.custom_ids)
+        for key, answers in said.items():
+            if key in asked:
+                self._take(r, key, answers)
+        strangers = sorted(k for k in said if k not in asked)
+        if strangers:
+            # Never stored: an answer to a request nobody sent could only be
+            # mistaken for another one's. Reported in the log and the batch's row.
+            shown = ", ".join(strangers[:5]) + (f" and {len(strangers) - 5} more" if len(strangers) > 5 else "")
+            note = f"output answered {len(strangers)} custom_id(s) never asked, not stored: {shown}"
+            _log.warning("batch %s: %s", r.batch_id, note)
+        if strangers and note not in (r.reason or ""):  # a rerun reads the same row again
+            reason = f"{r.reason}; {note}" if r.reason else note
+            self.table.update(
+                r.local_key,
+                batch_id=r.batch_id,
+                state=r.state,
+                output_file_id=r.output_file_id,
+                error_file_id=r.error_file_id,
+                reason=reason,
+            )
+        seen = set(said)
         why = f"batch {r.batch_id} {r.state}" + (f": {r.reason}" if r.reason else "")
         if r.state == "completed":
             why = f"missing from the output of batch {r.batch_id}"
@@ -327,32 +353,53 @@ class BatchSettler:
             if k not in seen and k not in self.book.answers:
                 self._fail(k, why)
 
-    def _take_line(self, line: str) -> str:
+    def _take(self, r: BatchRow, key: str, answers: list[GenerateResult | str]) -> None:
+        """Store what the batch said for ``key``: one answer (identical copies
+        count once), else the failure it reported; lines that disagree are a
+        failure naming the custom_id, whichever came last."""
+        distinct: list[GenerateResult | str] = []
+        for a in answers:
+            if a not in distinct:
+                distinct.append(a)
+        if len(distinct) > 1:
+            why = (
+                f"batch {r.batch_id} answered custom_id {key} {len(answers)} times with different results"
+                " (none is used)"
+            )
+            _log.warning("%s", why)
+            self._fail(key, why)
+        elif isinstance(distinct[0], str):
+            self._fail(key, distinct[0])
+        else:
+            self.book.answers[key] = distinct[0]
+
+    @staticmethod
+    def _read_line(line: str) -> tuple[str, GenerateResult | str] | None:
+        """A batch output or error line: its custom_id and its answer, or why
+        it has none; None when the line cannot be read (bad JSON, no custom_id)."""
         from judgegraph.backends import result_from_completion
 
         try:
             rec = json.loads(line)
             key = rec["custom_id"]
         except (ValueError, KeyError, TypeError):
-            return ""
+            return None
         if not isinstance(key, str) or not key:
-            return ""
+            return None
         resp = rec.get("response")
         resp = resp if isinstance(resp, dict) else {}
         status = resp.get("status_code")
         body = resp.get("body") or {}
         if status == 200:
             try:
-                self.book.answers[key] = result_from_completion(body, "")  # the decoded JSON, read as a live call's is
+                return key, result_from_completion(body, "")  # the decoded JSON, read as a live call's is
             except (ValueError, BackendError) as exc:
-                self._fail(key, f"malformed batch output line: {type(exc).__name__}")
-            return key
+                return key, f"malformed batch output line: {type(exc).__name__}"
         err = (rec.get("error") or body.get("error") or {}) if isinstance(body, dict) else {}
         err = err if isinstance(err, dict) else {"message": str(err)}
         if isinstance(err.get("error"), dict):  # vLLM's run_batch nests its ErrorResponse
             err = err["error"]
-        self._fail(key, f"batch request failed: HTTP {status}: {err.get('message', 'no message')}")
-        return key
+        return key, f"batch request failed: HTTP {status}: {err.get('message', 'no message')}"
 
     def _fail(self, key: str, reason: str) -> None:
         self._tries[key] = self._tries.get(key, 0) + 1
