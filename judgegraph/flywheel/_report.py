@@ -1,6 +1,6 @@
 """The flywheel's report: per round, held-out agreement, escalation share at the
 calibrated threshold, and teacher cost; as a table, Markdown and a self-contained
-HTML page with inline SVG plots (the jobs report's chart helpers and style).
+HTML page with inline SVG plots (judgegraph.reporting's matplotlib charts and style).
 
 Everything is read back from the work folder, so a report needs neither the
 teacher nor the trainer.
@@ -210,6 +210,14 @@ def _figures(r: FlywheelReport) -> list[tuple[str, str, str]]:
 
     first, last = min(x.round for x in rows), max(x.round for x in rows)
     x_range = (first, last) if last > first else (first - 0.5, first + 0.5)
+    champion = next(
+        (
+            (float(x.round), float(x.cascade_agreement))
+            for x in rows
+            if x.round == r.champion and x.cascade_agreement is not None
+        ),
+        None,
+    )
     agree = {
         "cascade": pts("cascade_agreement"),
         "local alone": pts("local_agreement"),
@@ -226,6 +234,10 @@ def _figures(r: FlywheelReport) -> list[tuple[str, str, str]]:
                 x_range=x_range,
                 y_range=(0.0, 1.0),
                 kind="flywheel-agreement",
+                x_axis="count",
+                y_axis="share",
+                mark=champion,
+                mark_label=f"champion: round {r.champion}",
             ),
             "Cascade: the local judge in service at its calibrated threshold, the teacher on the rest.",
         )
@@ -246,6 +258,8 @@ def _figures(r: FlywheelReport) -> list[tuple[str, str, str]]:
                 x_range=x_range,
                 y_range=(0.0, 1.0),
                 kind="flywheel-escalation",
+                x_axis="count",
+                y_axis="share",
             ),
             "calibrated: held-out, after the round, at the judge's calibrated threshold. batch served: what the "
             "cascade serving the round escalated. teacher-level: held-out, in-sample, the least escalation at "
@@ -268,6 +282,7 @@ def _figures(r: FlywheelReport) -> list[tuple[str, str, str]]:
                 x_label="round",
                 y_label="USD" if priced else "calls",
                 kind="flywheel-cost",
+                value_axis="money" if priced else "count",
             ),
             "Escalations plus audit calls on the round's batch.",
         )

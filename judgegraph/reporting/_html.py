@@ -16,17 +16,16 @@ figure{background:#fff;border:1px solid #dde1e7;border-radius:6px;margin:0;paddi
 figcaption{color:#5b6576;font-size:12px;margin-top:6px}.na{color:#8a93a3;font-style:italic;padding:30px 10px}
 table{border-collapse:collapse;background:#fff;margin:8px 0 18px}td,th{border:1px solid #dde1e7;padding:4px 10px;
 text-align:left}th{background:#eef1f5}h2{font-size:16px;margin:22px 0 8px}
-svg .axis{stroke:#333}svg .grid{stroke:#e3e6ea}svg .diag{stroke:#999;stroke-dasharray:4 4}
-svg text{font-family:inherit}svg .tick{font-size:10px;fill:#444}svg .label{font-size:11px;fill:#333}
-svg .ptitle{font-size:13px;font-weight:600;fill:#1d2430}svg .cell{font-size:12px}
+tr.mark td{font-weight:600;background:#fff6f4}svg.plot{display:block;height:auto}svg.plot *{stroke-linejoin:round;stroke-linecap:butt}
 """
 
 # Runs when the page is opened: records that every plot was laid out with a
-# size, so a headless browser can confirm the report rendered.
+# size and has drawn shapes (matplotlib writes paths), so a headless browser
+# can confirm the report rendered.
 RENDER_CHECK_JS = """
 window.addEventListener('load',function(){var s=document.querySelectorAll('svg.plot'),ok=0;
 s.forEach(function(e){var b=e.getBoundingClientRect();
-if(b.width>0&&b.height>0&&e.querySelectorAll('rect,circle,polyline').length>0)ok++;});
+if(b.width>0&&b.height>0&&e.querySelectorAll('path,rect,circle,polyline,use').length>0)ok++;});
 var el=document.getElementById('render-check');el.setAttribute('data-plots',String(s.length));
 el.setAttribute('data-rendered',String(ok));el.textContent=ok+' of '+s.length+' plots rendered';});
 """

@@ -1,57 +1,133 @@
-"""Small inline-SVG charts, so a report is one self-contained HTML file
-with no plotting dependency and nothing fetched when it is opened."""
+"""The report charts, drawn with matplotlib and inlined as SVG, so a report stays one
+offline HTML file. matplotlib (the ``report`` extra) is imported when a chart is drawn."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from html import escape
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["bar_chart", "heatmap", "line_chart"]
+from ._format import AxisKind
 
-_W, _H = 420, 280
-_M = {"l": 56, "r": 16, "t": 44, "b": 48}
-_COLORS = ("#3b6fb6", "#d9822b", "#2e9d5b", "#b6443b", "#7a5cb8", "#6b6b6b")
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-
-def _svg(title: str, body: str, *, kind: str, w: int = _W, h: int = _H) -> str:
-    return (
-        f'<svg class="plot" data-plot="{escape(kind)}" xmlns="http://www.w3.org/2000/svg" '
-        f'viewBox="0 0 {w} {h}" width="100%" style="max-width:{int(w * 1.5)}px" role="img" '
-        f'aria-label="{escape(title)}">'
-        f"<title>{escape(title)}</title>"
-        f'<text x="{w / 2:.0f}" y="16" text-anchor="middle" class="ptitle">{escape(title)}</text>'
-        f"{body}</svg>"
-    )
+__all__ = [
+    "bar_chart",
+    "bar_figure",
+    "heatmap",
+    "interval_chart",
+    "line_chart",
+    "line_figure",
+    "tick_label_overlaps",
+]
 
 
-def _fmt(v: float) -> str:
-    if v == 0:
-        return "0"
-    if abs(v) >= 100:
-        return f"{v:,.0f}"
-    if abs(v) >= 1:
-        return f"{v:.3g}"
-    return f"{v:.2g}"
+def _mpl() -> Any:
+    try:
+        from . import _mpl as m
+    except ImportError:
+        from judgegraph.types import MissingExtraError
+
+        raise MissingExtraError("drawing report plots (matplotlib)", "report") from None
+    return m
 
 
-def _axes(x_label: str, y_label: str, y_max: float, *, y_min: float = 0.0, w: int = _W, h: int = _H) -> str:
-    x0, x1 = _M["l"], w - _M["r"]
-    y0, y1 = h - _M["b"], _M["t"]
-    out = [
-        f'<line x1="{x0}" y1="{y0}" x2="{x1}" y2="{y0}" class="axis"/>',
-        f'<line x1="{x0}" y1="{y0}" x2="{x0}" y2="{y1}" class="axis"/>',
-    ]
-    for k in range(5):
-        v = y_min + (y_max - y_min) * k / 4
-        y = y0 - (y0 - y1) * k / 4
-        out.append(f'<line x1="{x0 - 3}" y1="{y:.1f}" x2="{x1}" y2="{y:.1f}" class="grid"/>')
-        out.append(f'<text x="{x0 - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{_fmt(v)}</text>')
-    out.append(f'<text x="{(x0 + x1) / 2:.0f}" y="{h - 8}" text-anchor="middle" class="label">{escape(x_label)}</text>')
-    out.append(
-        f'<text x="14" y="{(y0 + y1) / 2:.0f}" text-anchor="middle" class="label" '
-        f'transform="rotate(-90 14 {(y0 + y1) / 2:.0f})">{escape(y_label)}</text>'
-    )
-    return "".join(out)
+def tick_label_overlaps(fig: Figure) -> list[tuple[str, str]]:
+    """Pairs of tick labels on one axis whose drawn boxes intersect (matplotlib's text extents)."""
+    return list(_mpl().tick_label_overlaps(fig))
+
+
+def _check_series(categories: Sequence[str], series: dict[str, Sequence[float]]) -> None:
+    for name, vals in series.items():
+        if len(vals) != len(categories):
+            raise ValueError(f"series {name!r} has {len(vals)} values for {len(categories)} categories")
+        bad = [v for v in vals if not math.isfinite(float(v))]
+        if bad:
+            raise ValueError(f"series {name!r} has a value that is not a finite number: {bad[0]!r}")
+
+
+def _bar_figure(
+    title: str,
+    categories: Sequence[str],
+    series: dict[str, Sequence[float]],
+    *,
+    x_label: str,
+    y_label: str,
+    value_axis: AxisKind,
+    stacked: bool,
+    horizontal: bool,
+    rotate: bool = False,
+) -> Figure:
+    m = _mpl()
+    fig: Figure
+    n, k = len(categories), max(1, len(series))
+    labels = [m.short_label(c) for c in categories]
+    if horizontal:
+        # One row per category, tall enough for its label: 60 categories stay legible.
+        fig, ax = m.new_figure(height=max(m.HEIGHT_IN, 1.1 + 0.24 * n * (1 if stacked else max(1, k * 0.6))))
+    else:
+        fig, ax = m.new_figure()
+    pos = list(range(n))
+    width = 0.8 if stacked else 0.8 / k
+    base = [0.0] * n
+    for j, (name, vals) in enumerate(series.items()):
+        offs = [p + (0.0 if stacked else (j - (k - 1) / 2) * width) for p in pos]
+        vs = [float(v) for v in vals]
+        color = m.COLORS[j % len(m.COLORS)]
+        if horizontal:
+            ax.barh(offs, vs, height=width, left=base if stacked else None, color=color, label=name)
+        else:
+            ax.bar(offs, vs, width=width, bottom=base if stacked else None, color=color, label=name)
+        if stacked:
+            base = [b + v for b, v in zip(base, vs, strict=True)]
+    top = max([*base, *(float(v) for vals in series.values() for v in vals), 0.0])
+    value_ax, cat_ax = (ax.xaxis, ax.yaxis) if horizontal else (ax.yaxis, ax.xaxis)
+    m.axis_style(value_ax, value_axis)
+    cat_ax.set_ticks(pos, labels=labels)
+    cat_ax.grid(False)
+    if horizontal:
+        ax.set_xlim(0, top * 1.05 if top > 0 else 1)
+        ax.set_ylim(n - 0.5, -0.5)  # first category on top, as it reads
+        ax.set_xlabel(y_label)
+        ax.set_ylabel(x_label)
+    else:
+        ax.set_ylim(0, top * 1.08 if top > 0 else 1)
+        ax.set_xlim(-0.6, n - 0.4)
+        ax.set_xlabel(x_label)
+        ax.set_ylabel(y_label)
+        if rotate:
+            for t in ax.get_xticklabels():
+                t.set_rotation(40)
+                t.set_horizontalalignment("right")
+                t.set_rotation_mode("anchor")
+    ax.set_title(title)
+    m.legend_outside(ax, list(series))  # after the title: it lifts the title over the legend
+    return fig
+
+
+def bar_figure(
+    title: str,
+    categories: Sequence[str],
+    series: dict[str, Sequence[float]],
+    *,
+    x_label: str = "",
+    y_label: str = "count",
+    value_axis: AxisKind = "count",
+    stacked: bool = False,
+) -> Figure:
+    """The bar chart's figure, laid out so its category labels do not overlap: upright
+    bars for a few short labels, labels turned when they crowd, and horizontal bars
+    (one labelled row per category) past a dozen categories or when turning is not enough."""
+    m = _mpl()
+    _check_series(categories, series)
+    opts: dict[str, Any] = {"x_label": x_label, "y_label": y_label, "value_axis": value_axis, "stacked": stacked}
+    if len(categories) <= m.MAX_VERTICAL_CATEGORIES:
+        for rotate in (False, True):
+            fig = _bar_figure(title, categories, series, horizontal=False, rotate=rotate, **opts)
+            if not m.tick_label_overlaps(fig):
+                return fig
+    return _bar_figure(title, categories, series, horizontal=True, **opts)
 
 
 def bar_chart(
@@ -62,41 +138,20 @@ def bar_chart(
     x_label: str = "",
     y_label: str = "count",
     kind: str = "bars",
+    value_axis: AxisKind = "count",
+    stacked: bool = False,
 ) -> str:
-    """Grouped bars: one group per category, one bar per series."""
-    w, h = _W, _H
-    top = max([v for vals in series.values() for v in vals] + [1e-9])
-    x0, x1, y0, y1 = _M["l"], w - _M["r"], h - _M["b"], _M["t"]
-    n = max(1, len(categories))
-    group = (x1 - x0) / n
-    k = max(1, len(series))
-    bar = group * 0.8 / k
-    parts = [_axes(x_label, y_label, top)]
-    for i, cat in enumerate(categories):
-        gx = x0 + i * group + group * 0.1
-        for j, (name, vals) in enumerate(series.items()):
-            v = vals[i]
-            bh = (y0 - y1) * v / top
-            parts.append(
-                f'<rect x="{gx + j * bar:.1f}" y="{y0 - bh:.1f}" width="{max(bar - 1, 1):.1f}" height="{bh:.1f}" '
-                f'fill="{_COLORS[j % len(_COLORS)]}"><title>{escape(name)} {escape(cat)}: {_fmt(v)}</title></rect>'
-            )
-        parts.append(
-            f'<text x="{x0 + (i + 0.5) * group:.1f}" y="{y0 + 14}" text-anchor="middle" class="tick">'
-            f"{escape(cat[:14])}</text>"
+    """Bars, one group (or one stack, ``stacked``) per category, one colour per series, as inline SVG.
+
+    ``value_axis`` says what the bars measure: ``count`` gets whole-number ticks, ``money`` dollar
+    labels, ``share`` percentages. Past a dozen categories the bars lie horizontally.
+    """
+    m = _mpl()
+    with m.draw_style():
+        fig = bar_figure(
+            title, categories, series, x_label=x_label, y_label=y_label, value_axis=value_axis, stacked=stacked
         )
-    if len(series) > 1:
-        parts.append(_legend(list(series)))
-    return _svg(title, "".join(parts), kind=kind)
-
-
-def _legend(names: Sequence[str]) -> str:
-    out = []
-    for j, name in enumerate(names):
-        x = _M["l"] + 8 + j * 100
-        out.append(f'<rect x="{x}" y="24" width="10" height="10" fill="{_COLORS[j % len(_COLORS)]}"/>')
-        out.append(f'<text x="{x + 14}" y="33" class="tick">{escape(name[:14])}</text>')
-    return "".join(out)
+        return str(m.to_inline_svg(fig, kind=kind, title=title))
 
 
 def heatmap(
@@ -109,41 +164,97 @@ def heatmap(
     col_label: str,
     kind: str = "heatmap",
 ) -> str:
-    """A count matrix with the counts written in the cells."""
-    w, h = _W, _H + 20
-    x0, y0 = 90, 40
-    cw = (w - x0 - 16) / max(1, len(cols))
-    ch = (h - y0 - 40) / max(1, len(rows))
-    top = max([c for r in counts for c in r] + [1])
-    parts = []
-    for i, r in enumerate(rows):
-        parts.append(
-            f'<text x="{x0 - 6}" y="{y0 + (i + 0.5) * ch + 4:.1f}" text-anchor="end" class="tick">'
-            f"{escape(r[:12])}</text>"
+    """A count matrix with the counts written in the cells, as inline SVG."""
+    m = _mpl()
+    if len(counts) != len(rows) or any(len(r) != len(cols) for r in counts):
+        raise ValueError(f"counts must be {len(rows)} rows of {len(cols)} columns")
+    with m.draw_style():
+        for rotate in (False, True):
+            fig, ax = m.new_figure(height=max(m.HEIGHT_IN, 1.4 + 0.3 * len(rows)))
+            top = max([c for r in counts for c in r] + [1])
+            ax.imshow([[float(c) for c in r] for r in counts], cmap="Blues", vmin=0, vmax=top, aspect="auto")
+            ax.grid(False)
+            for i, r in enumerate(counts):
+                for j, c in enumerate(r):
+                    ax.text(j, i, f"{c:,}", ha="center", va="center", color="white" if c > 0.55 * top else "#222222")
+            ax.set_xticks(range(len(cols)), labels=[m.short_label(c) for c in cols])
+            ax.set_yticks(range(len(rows)), labels=[m.short_label(r) for r in rows])
+            ax.tick_params(length=0)
+            for side in ("left", "bottom"):
+                ax.spines[side].set_visible(False)
+            ax.set_xlabel(col_label)
+            ax.set_ylabel(row_label)
+            ax.set_title(title)
+            if rotate:
+                for t in ax.get_xticklabels():
+                    t.set_rotation(40)
+                    t.set_horizontalalignment("right")
+                    t.set_rotation_mode("anchor")
+            if not m.tick_label_overlaps(fig):
+                break
+        return str(m.to_inline_svg(fig, kind=kind, title=title))
+
+
+def line_figure(
+    title: str,
+    series: dict[str, Sequence[tuple[float, float]]],
+    *,
+    x_label: str,
+    y_label: str,
+    x_range: tuple[float, float] | None = None,
+    y_range: tuple[float, float] | None = None,
+    diagonal: bool = False,
+    x_axis: AxisKind = "plain",
+    y_axis: AxisKind = "plain",
+    mark: tuple[float, float] | None = None,
+    mark_label: str = "",
+) -> Figure:
+    """The line chart's figure (see :func:`line_chart`)."""
+    m = _mpl()
+    fig: Figure
+    fig, ax = m.new_figure()
+    for j, (name, pts) in enumerate(series.items()):
+        # Not clipped: a point on the frame (accuracy 100%) shows whole.
+        ax.plot(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            marker="o",
+            ms=4,
+            lw=1.8,
+            color=m.COLORS[j % len(m.COLORS)],
+            label=name,
+            clip_on=False,
         )
-        for j, _ in enumerate(cols):
-            c = counts[i][j]
-            shade = 0.08 + 0.85 * c / top
-            fg = "#fff" if shade > 0.55 else "#222"
-            parts.append(
-                f'<rect x="{x0 + j * cw:.1f}" y="{y0 + i * ch:.1f}" width="{cw - 2:.1f}" height="{ch - 2:.1f}" '
-                f'fill="rgba(59,111,182,{shade:.2f})"><title>{escape(r)} → {escape(cols[j])}: {c}</title></rect>'
-                f'<text x="{x0 + (j + 0.5) * cw:.1f}" y="{y0 + (i + 0.5) * ch + 4:.1f}" text-anchor="middle" '
-                f'fill="{fg}" class="cell">{c}</text>'
-            )
-    for j, name in enumerate(cols):
-        parts.append(
-            f'<text x="{x0 + (j + 0.5) * cw:.1f}" y="{y0 - 6}" text-anchor="middle" class="tick">'
-            f"{escape(name[:12])}</text>"
+    if diagonal:
+        lo, hi = x_range or (0.0, 1.0)
+        ax.plot([lo, hi], [lo, hi], ls="--", lw=1, color="#999999", label="_perfect")
+    if mark is not None:
+        # The operating point: a ring on the curve and a dashed guide down to its x.
+        ax.axvline(mark[0], ls=":", lw=1.2, color="#b6443b")
+        # Named in the legend, not written on the plot, where it would cross the curve.
+        ax.plot(
+            [mark[0]],
+            [mark[1]],
+            marker="o",
+            ms=11,
+            mfc="none",
+            mec="#b6443b",
+            mew=2,
+            ls="none",
+            clip_on=False,
+            label=mark_label or "operating point",
         )
-    parts.append(
-        f'<text x="{x0 + (w - x0) / 2:.0f}" y="{h - 12}" text-anchor="middle" class="label">{escape(col_label)}</text>'
-    )
-    parts.append(
-        f'<text x="12" y="{y0 + (h - y0) / 2:.0f}" text-anchor="middle" class="label" '
-        f'transform="rotate(-90 12 {y0 + (h - y0) / 2:.0f})">{escape(row_label)}</text>'
-    )
-    return _svg(title, "".join(parts), kind=kind, h=h)
+    m.axis_style(ax.xaxis, x_axis)
+    m.axis_style(ax.yaxis, y_axis)
+    if x_range is not None:
+        ax.set_xlim(*x_range)
+    if y_range is not None:
+        ax.set_ylim(*y_range)
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
+    ax.set_title(title)
+    m.legend_inside(ax, [*series, *(["mark"] if mark is not None else [])])
+    return fig
 
 
 def line_chart(
@@ -156,38 +267,61 @@ def line_chart(
     y_range: tuple[float, float] | None = None,
     diagonal: bool = False,
     kind: str = "lines",
+    x_axis: AxisKind = "plain",
+    y_axis: AxisKind = "plain",
+    mark: tuple[float, float] | None = None,
+    mark_label: str = "",
 ) -> str:
-    """Lines with point markers; ``diagonal`` draws y = x (perfect calibration)."""
-    w, h = _W, _H
-    pts = [p for s in series.values() for p in s]
-    xs = [p[0] for p in pts] or [0.0, 1.0]
-    ys = [p[1] for p in pts] or [0.0, 1.0]
-    xa, xb = x_range or (min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1)
-    ya, yb = y_range or (min(0.0, min(ys)), max(ys) if max(ys) > 0 else 1.0)
-    x0, x1, y0, y1 = _M["l"], w - _M["r"], h - _M["b"], _M["t"]
+    """Lines with point markers, as inline SVG. ``diagonal`` draws y = x (perfect calibration);
+    ``mark`` rings an operating point (e.g. a run's own threshold) and labels it ``mark_label``;
+    ``x_axis``/``y_axis`` say what each axis measures (see :func:`bar_chart`)."""
+    m = _mpl()
+    with m.draw_style():
+        fig = line_figure(
+            title,
+            series,
+            x_label=x_label,
+            y_label=y_label,
+            x_range=x_range,
+            y_range=y_range,
+            diagonal=diagonal,
+            x_axis=x_axis,
+            y_axis=y_axis,
+            mark=mark,
+            mark_label=mark_label,
+        )
+        return str(m.to_inline_svg(fig, kind=kind, title=title))
 
-    def px(x: float) -> float:
-        return x0 + (x1 - x0) * (x - xa) / ((xb - xa) or 1)
 
-    def py(y: float) -> float:
-        return y0 - (y0 - y1) * (y - ya) / ((yb - ya) or 1)
-
-    parts = [_axes(x_label, y_label, yb, y_min=ya)]
-    for k in range(5):
-        v = xa + (xb - xa) * k / 4
-        parts.append(f'<text x="{px(v):.1f}" y="{y0 + 14}" text-anchor="middle" class="tick">{_fmt(v)}</text>')
-    if diagonal:
-        parts.append(f'<line x1="{px(xa):.1f}" y1="{py(xa):.1f}" x2="{px(xb):.1f}" y2="{py(xb):.1f}" class="diag"/>')
-    for j, (name, s) in enumerate(series.items()):
-        color = _COLORS[j % len(_COLORS)]
-        if len(s) > 1:
-            d = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in s)
-            parts.append(f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="2"/>')
-        for x, y in s:
-            parts.append(
-                f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3.5" fill="{color}">'
-                f"<title>{escape(name)}: ({_fmt(x)}, {_fmt(y)})</title></circle>"
-            )
-    if len(series) > 1:
-        parts.append(_legend(list(series)))
-    return _svg(title, "".join(parts), kind=kind)
+def interval_chart(
+    title: str,
+    rows: Sequence[tuple[str, float, float | None, float | None]],
+    *,
+    x_label: str,
+    kind: str = "intervals",
+    value_axis: AxisKind = "share",
+    x_range: tuple[float, float] | None = (0.0, 1.0),
+    mark: str | None = None,
+) -> str:
+    """One row per ``(name, value, low, high)``: a dot at the value and a bar over its interval
+    (none when ``low``/``high`` are None), as inline SVG. ``mark`` names the row to highlight."""
+    m = _mpl()
+    with m.draw_style():
+        fig, ax = m.new_figure(height=max(2.2, 1.1 + 0.45 * len(rows)))
+        for i, (name, value, low, high) in enumerate(rows):
+            color = "#b6443b" if name == mark else m.COLORS[0]
+            if low is not None and high is not None:
+                ax.errorbar([value], [i], xerr=[[value - low], [high - value]], fmt="none", ecolor=color, capsize=4)
+            ax.plot([value], [i], marker="D" if name == mark else "o", ms=7, color=color, ls="none")
+        ax.set_yticks(range(len(rows)), labels=[m.short_label(r[0]) for r in rows])
+        for t, r in zip(ax.get_yticklabels(), rows, strict=True):
+            if r[0] == mark:
+                t.set_fontweight("bold")
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.yaxis.grid(False)
+        m.axis_style(ax.xaxis, value_axis)
+        if x_range is not None:
+            ax.set_xlim(*x_range)
+        ax.set_xlabel(x_label)
+        ax.set_title(title)
+        return str(m.to_inline_svg(fig, kind=kind, title=title))
