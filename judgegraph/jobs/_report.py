@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..types import Status
-from ._report_data import ReportData, _Acc, _cascade_curve, _confusion, corrected_estimates
+from ._report_data import ReportComparison, ReportData, _Acc, _cascade_curve, _confusion, corrected_estimates
 from ._report_render import render_html, render_markdown
 from ._store import Store
 
@@ -153,10 +153,23 @@ def _corrected(kind: str, acc: _Acc, labels: Mapping[str, Any] | None) -> list[d
 
 
 def write_report(
-    store: Store, run_id: str, out: str | Path, *, human_labels: Mapping[str, Any] | None = None
+    store: Store,
+    run_id: str,
+    out: str | Path,
+    *,
+    human_labels: Mapping[str, Any] | None = None,
+    comparison: Mapping[str, Any] | None = None,
 ) -> dict[str, Path]:
-    """Write ``report.html``, ``summary.json`` and ``summary.md`` under ``out``."""
+    """Write ``report.html``, ``summary.json`` and ``summary.md`` under ``out``.
+
+    ``comparison``: other judges on the same items, shown first (fields of ``ReportComparison``:
+    ``title``, ``columns``, ``rows`` of ``name``/``agreement``/``low``/``high``/``cost_per_1k``/``cells``,
+    ``mark``, ``notes``); validated here, so a bad one fails before anything is written.
+    """
+    extra = None if comparison is None else ReportComparison.model_validate(comparison)
     d = build_report(store, run_id, human_labels=human_labels)
+    if extra is not None:
+        d = d.model_copy(update={"comparison": extra})
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"html": folder / "report.html", "json": folder / "summary.json", "markdown": folder / "summary.md"}

@@ -7,12 +7,12 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..types import Status
 from ._store import StoredRow
 
-__all__ = ["CascadePoint", "ReportData", "corrected_estimates"]
+__all__ = ["CascadePoint", "ComparisonRow", "ReportComparison", "ReportData", "corrected_estimates"]
 
 
 class _M(BaseModel):
@@ -24,6 +24,40 @@ class CascadePoint(_M):
     cost_per_item: float | None
     accuracy: float | None
     actual: bool = Field(default=False, description="the run's own operating point")
+
+
+class ComparisonRow(_M):
+    """One judge of a side-by-side comparison on the same items (e.g. the quickstart's table)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    agreement: float | None = Field(ge=0, le=1, description="share of items agreeing with the human labels")
+    low: float | None = Field(default=None, ge=0, le=1, description="agreement interval, low end")
+    high: float | None = Field(default=None, ge=0, le=1, description="agreement interval, high end")
+    cost_per_1k: float | None = Field(default=None, ge=0, description="USD per 1,000 items; None: unpriced")
+    cells: list[str] = Field(description="the row as the terminal table writes it, one cell per column")
+
+
+class ReportComparison(_M):
+    """Judges compared on the same items, shown above the run's own figures."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    title: str
+    columns: list[str]
+    rows: list[ComparisonRow] = Field(min_length=1)
+    mark: str | None = Field(default=None, description="the row that is this report's run")
+    notes: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _cells_fit(self) -> ReportComparison:
+        for r in self.rows:
+            if len(r.cells) != len(self.columns):
+                raise ValueError(f"row {r.name!r} has {len(r.cells)} cells for {len(self.columns)} columns")
+        if self.mark is not None and self.mark not in {r.name for r in self.rows}:
+            raise ValueError(f"mark {self.mark!r} names no row")
+        return self
 
 
 class ReportData(_M):
@@ -56,6 +90,9 @@ class ReportData(_M):
         default_factory=list,
         description="judgegraph.metrics.ppi_mean: the judge's rates over every judged row, corrected by the "
         "human labels on the labelled ones, beside the naive and human-only figures",
+    )
+    comparison: ReportComparison | None = Field(
+        default=None, description="other judges on the same items, when the caller compared some (the quickstart)"
     )
 
 

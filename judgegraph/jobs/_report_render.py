@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from html import escape
 from typing import Any
 
-from judgegraph.reporting import RENDER_CHECK_JS, REPORT_CSS, bar_chart, heatmap, line_chart
+from judgegraph.reporting import RENDER_CHECK_JS, REPORT_CSS, bar_chart, heatmap, interval_chart, line_chart, money
 
 from ._report_data import ReportData
 
@@ -133,6 +133,8 @@ def _figures(d: ReportData) -> list[tuple[str, str, str]]:
                     y_range=(0, 1),
                     diagonal=True,
                     kind="calibration",
+                    x_axis="share",
+                    y_axis="share",
                 ),
                 f"ECE {_num(cal.get('ece'))} over {_metric(cal, 'counts', 'used')} rows; "
                 "the diagonal is perfect calibration.",
@@ -150,8 +152,10 @@ def _figures(d: ReportData) -> list[tuple[str, str, str]]:
     casc = d.cascade
     if casc:
         xkey = casc["x"]
-        pts = [(p[xkey], p["accuracy"]) for p in casc["points"] if p["accuracy"] is not None and p[xkey] is not None]
+        usable = [p for p in casc["points"] if p["accuracy"] is not None and p[xkey] is not None]
+        pts = [(p[xkey], p["accuracy"]) for p in usable]
         if pts:
+            own = next((p for p in usable if p["actual"]), None)
             figs.append(
                 (
                     "cascade",
@@ -162,8 +166,12 @@ def _figures(d: ReportData) -> list[tuple[str, str, str]]:
                         y_label="agreement with labels",
                         y_range=(0.0, 1.0),
                         kind="cascade",
+                        x_axis="money" if xkey == "cost_per_item" else "share",
+                        y_axis="share",
+                        mark=None if own is None else (own[xkey], own["accuracy"]),
+                        mark_label="" if own is None else f"this run: {_pct(own['escalated_share'])} escalated",
                     ),
-                    casc["note"],
+                    _cascade_caption(casc, own),
                 )
             )
         else:
@@ -183,9 +191,12 @@ def _figures(d: ReportData) -> list[tuple[str, str, str]]:
                         "inconsistent": [d.position_by_category[c]["inconsistent"] for c in cats],
                     },
                     x_label="category",
+                    y_label="items with both orders read",
                     kind="position",
+                    stacked=True,
                 ),
-                f"Same winner in both orders: {_pct(_metric(d.position, 'consistency'))}; first-shown answer won "
+                f"Same winner in both orders: {_pct(_metric(d.position, 'consistency'))} "
+                f"({_position_basis(d)}); first-shown answer won "
                 f"both orders {_metric(d.position, 'n_prefer_first_position')}×, second-shown "
                 f"{_metric(d.position, 'n_prefer_second_position')}×.",
             )
@@ -193,6 +204,47 @@ def _figures(d: ReportData) -> list[tuple[str, str, str]]:
     else:
         figs.append(("position", "", "No position consistency: needs a pairwise run with both orders (swap=both)."))
     return figs
+
+
+def _cascade_caption(casc: dict[str, Any], own: dict[str, Any] | None) -> str:
+    if own is None:
+        return str(casc["note"])
+    cost = "" if own["cost_per_item"] is None else f", {money(own['cost_per_item'])} per item"
+    return (
+        f"Ringed: this run ({_pct(own['escalated_share'])} escalated{cost}, agreement {_pct(own['accuracy'])} "
+        f"on {casc['n_labeled']} labelled of {casc['n_items']} items). {casc['note']}"
+    )
+
+
+def _labelled_basis(d: ReportData) -> str:
+    """What accuracy and kappa are shares of: the labelled rows whose verdict was read."""
+    counts = _metric(d.metrics, "accuracy", "counts") or {}
+    used, total = counts.get("used"), counts.get("total")
+    if used is None or total is None:
+        return f"{d.n_labeled} labelled rows"
+    judged = _judged_rows(d)
+    out = f"{used} of {total} labelled rows with a verdict"
+    return out if total == judged else f"{out}; {judged} rows judged"
+
+
+def _judged_rows(d: ReportData) -> int:
+    return sum(d.counts.get(k, 0) for k in ("ok", "unparsed", "error"))
+
+
+def _position_basis(d: ReportData) -> str:
+    """What position consistency is a share of: the items whose two orders were both read, and
+    how many judged rows that leaves out."""
+    p = d.position or {}
+    counts = p.get("counts") or {}
+    used, total = int(counts.get("used", 0)), int(counts.get("total", 0))
+    out = f"{p.get('n_consistent', 0)} of {used} items with both orders read"
+    failed = total - used
+    if failed:
+        out += f"; {failed} with a failed order left out"
+    judged = _judged_rows(d)
+    if judged > total:
+        out += f"; {judged - total} of {judged} judged rows without two orders"
+    return out
 
 
 def _interval_entry(name: str, ci: dict[str, Any] | None, *, pct: bool) -> list[tuple[str, str]]:
@@ -216,18 +268,59 @@ def _headline(d: ReportData) -> list[tuple[str, str]]:
         ("tokens", f"{d.tokens['prompt'] + d.tokens['completion']:,}"),
     ]
     if m:
-        out.append(("accuracy", _pct(_metric(m, "accuracy", "value"))))
+        out.append((f"accuracy ({_labelled_basis(d)})", _pct(_metric(m, "accuracy", "value"))))
         out += _interval_entry("accuracy", _metric(m, "accuracy", "interval"), pct=True)
         out.append(("Cohen's κ", _num(_metric(m, "cohen_kappa", "value"))))
         out += _interval_entry("Cohen's κ", _metric(m, "cohen_kappa", "interval"), pct=False)
         if d.kind != "pairwise":
             out.append(("Spearman ρ", _num(_metric(m, "correlations", "spearman", "value"))))
     if d.position:
-        out.append(("position consistency", _pct(d.position.get("consistency"))))
+        out.append((f"position consistency ({_position_basis(d)})", _pct(d.position.get("consistency"))))
     return out
 
 
 _NONE = '<tr><td colspan="3">none</td></tr>'
+
+
+def _comparison_html(d: ReportData) -> str:
+    """The compared judges: their table as the terminal shows it, agreement with its interval, and cost."""
+    c = d.comparison
+    if c is None:
+        return ""
+    head = "".join(f"<th>{escape(h)}</th>" for h in c.columns)
+    body = "".join(
+        ('<tr class="mark">' if r.name == c.mark else "<tr>")
+        + "".join(f"<td>{escape(x)}</td>" for x in r.cells)
+        + "</tr>"
+        for r in c.rows
+    )
+    figs = []
+    scored = [(r.name, r.agreement, r.low, r.high) for r in c.rows if r.agreement is not None]
+    if scored:
+        svg = interval_chart(
+            "Agreement with the human labels",
+            scored,
+            x_label="agreement (95% interval)",
+            kind="comparison-agreement",
+            mark=c.mark,
+        )
+        figs.append(f'<figure id="fig-comparison-agreement">{svg}</figure>')
+    priced = [r for r in c.rows if r.cost_per_1k is not None]
+    if priced:
+        svg = bar_chart(
+            "Cost per 1,000 items",
+            [r.name for r in priced],
+            {"USD per 1k items": [float(r.cost_per_1k or 0.0) for r in priced]},
+            y_label="USD per 1,000 items",
+            kind="comparison-cost",
+            value_axis="money",
+        )
+        figs.append(f'<figure id="fig-comparison-cost">{svg}</figure>')
+    notes = "".join(f"<p>{escape(n)}</p>" for n in c.notes)
+    return (
+        f'<section id="comparison"><h2>{escape(c.title)}</h2><table><tr>{head}</tr>{body}</table>{notes}'
+        f'<div class="grid">{"".join(figs)}</div><h2>The run below: {escape(d.run_id)}</h2></section>'
+    )
 
 
 def render_html(d: ReportData) -> str:
@@ -279,8 +372,8 @@ def render_html(d: ReportData) -> str:
 <p>{escape(d.kind)} judge · {escape(str(judge.get("name") or judge.get("kind") or ""))} {escape(str(model))}
 · config {escape(d.config_hash[:12])} · {escape(d.state)} ·
 generated {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(d.generated_at))}</p></header>
-<main><div class="kpis">{kpis}</div>
-<p id="render-check" data-plots="0" data-rendered="0">plots not checked (scripts off)</p>
+<main><p id="render-check" data-plots="0" data-rendered="0">plots not checked (scripts off)</p>
+{_comparison_html(d)}<div class="kpis">{kpis}</div>
 <div class="grid">{"".join(figs)}</div>
 {meta_md}
 <h2>By category</h2><table><tr><th>category</th><th>rows</th><th>ok</th><th>failed</th><th>labeled</th>
@@ -293,6 +386,11 @@ generated {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(d.generated_at))}</p>
 
 def render_markdown(d: ReportData) -> str:
     lines = [f"# Run {d.run_id}", "", f"{d.kind} judge, config `{d.config_hash[:12]}`, {d.state}.", ""]
+    if d.comparison is not None:
+        c = d.comparison
+        lines += [f"## {c.title}", "", "| " + " | ".join(c.columns) + " |", "|---" * len(c.columns) + "|"]
+        lines += ["| " + " | ".join(r.cells) + " |" for r in c.rows]
+        lines += ["", *c.notes, ""] if c.notes else [""]
     lines += ["| figure | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in _headline(d)]
     if d.metrics:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 
@@ -10,7 +12,7 @@ from judgegraph.metrics import PairedDifference, proportion_interval
 from ._budget import escalation_rule
 from ._models import QuickstartResult, TableRow
 
-__all__ = ["difference_sentence", "print_result", "result_markdown", "result_table"]
+__all__ = ["difference_sentence", "print_result", "report_comparison", "result_markdown", "result_table"]
 
 INTERVALS = "95% intervals in brackets: Wilson for shares, paired bootstrap (BCa) for the difference"
 
@@ -56,17 +58,49 @@ def difference_sentence(d: PairedDifference | None) -> str:
     return f"This run cannot tell the cascade from the teacher: {figures}; the interval includes 0."
 
 
+COLUMNS = ("judge", "agreement with human majority", "escalated", "cost per 1k items")
+
+
+def _cells(row: TableRow) -> list[str]:
+    return [row.name, _agreement(row), _escalated(row), _cost(row)]
+
+
+def report_comparison(
+    rows: list[TableRow], difference: PairedDifference | None, *, heldout_items: int, cascade: str
+) -> dict[str, Any]:
+    """The terminal table for the HTML report (``write_report(comparison=...)``): the same cells and
+    intervals, with each judge's agreement interval and cost for the plots; ``cascade`` names the row
+    of the report's own run."""
+    out = []
+    for row in rows:
+        ci = proportion_interval(row.correct, row.items)
+        out.append(
+            {
+                "name": row.name,
+                "agreement": row.agreement,
+                "low": None if ci is None else ci.low,
+                "high": None if ci is None else ci.high,
+                "cost_per_1k": row.cost_per_1k,
+                "cells": _cells(row),
+            }
+        )
+    return {
+        "title": f"Local, teacher and cascade on the held-out split ({heldout_items} items)",
+        "columns": list(COLUMNS),
+        "rows": out,
+        "mark": cascade,
+        "notes": [difference_sentence(difference), INTERVALS + "."],
+    }
+
+
 def result_table(result: QuickstartResult) -> Table:
     table = Table(
-        "judge",
-        "agreement with human majority",
-        "escalated",
-        "cost per 1k items",
+        *COLUMNS,
         title=f"Held-out split: {result.heldout_items} items never used for training or for picking the budget",
         caption=INTERVALS,
     )
     for row in result.rows:
-        table.add_row(row.name, _agreement(row), _escalated(row), _cost(row))
+        table.add_row(*_cells(row))
     return table
 
 
@@ -103,11 +137,8 @@ def print_result(result: QuickstartResult, console: Console) -> None:
 
 
 def result_markdown(result: QuickstartResult) -> str:
-    lines = [
-        "| judge | agreement with human majority | escalated | cost per 1k items |",
-        "|---|---|---|---|",
-    ]
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|---" * len(COLUMNS) + "|"]
     for row in result.rows:
-        lines.append(f"| {row.name} | {_agreement(row)} | {_escalated(row)} | {_cost(row)} |")
+        lines.append("| " + " | ".join(_cells(row)) + " |")
     lines += ["", f"{INTERVALS}. {difference_sentence(result.cascade_minus_teacher)}"]
     return "\n".join(lines) + "\n"

@@ -131,6 +131,8 @@ async def arun_quickstart(
     """Run the whole quickstart; see the module docstring."""
     from judgegraph.jobs import Store, write_report
 
+    from ._render import report_comparison
+
     opts = options or QuickstartOptions()
     clock: dict[str, float] = {}
     started = time.perf_counter()
@@ -333,7 +335,12 @@ async def arun_quickstart(
         ]
         difference = paired_agreement(store, held_cascade, held_teacher, seed=opts.seed)
         report_dir = work / "report"
-        paths = write_report(store, held_cascade, report_dir)
+        paths = write_report(
+            store,
+            held_cascade,
+            report_dir,
+            comparison=report_comparison(rows, difference, heldout_items=len(held), cascade=cascade_name),
+        )
     finally:
         store.close()
     notes.append(

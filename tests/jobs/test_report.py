@@ -154,7 +154,12 @@ async def test_report_files_and_browser_render(tmp_path: Path, loopback: Any) ->
     summary = json.loads(paths["json"].read_text())
     assert summary["run_id"] == "casc" and summary["counts"]["ok"] == N - 1
     md = paths["markdown"].read_text()
-    assert "| accuracy | 100.0% |" in md and "## Cascade" in md and "## Confusion matrix" in md
+    assert f"| accuracy ({N - 1} of {N} labelled rows with a verdict) | 100.0% |" in md and "## Cascade" in md and "## Confusion matrix" in md
+    # Rates say what they are a share of: the pairs with both orders read, the labelled rows with a verdict.
+    assert f"position consistency ({N - 1} of {N - 1} items with both orders read; 1 of {N} judged rows" in html
+    assert f"accuracy ({N - 1} of {N} labelled rows with a verdict)" in html
+    drawn = re.findall(r"<text[^>]*>([^<]*)</text>", html)  # every label the plots write
+    assert "$0" in drawn and not [t for t in drawn if re.search(r"\de[-+]?\d", t)]
 
     if not CHROMIUM.exists():
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
@@ -211,6 +216,34 @@ async def test_report_files_and_browser_render(tmp_path: Path, loopback: Any) ->
     assert _png_size(shot.read_bytes()) == _png_size(empty.read_bytes()) == (1280, 1600)
     # Charts, tables and text compress far worse than an empty page.
     assert shot.stat().st_size > 10 * empty.stat().st_size, (shot.stat().st_size, empty.stat().st_size)
+
+
+async def test_report_shows_a_comparison(tmp_path: Path, loopback: Any) -> None:
+    store, run = await _cascade_run(tmp_path, loopback)
+    rows = [
+        {"name": "local", "agreement": 0.7, "low": 0.6, "high": 0.8, "cost_per_1k": 0.0, "cells": ["local", "70%"]},
+        {
+            "name": "cascade",
+            "agreement": 0.9,
+            "low": 0.8,
+            "high": 0.95,
+            "cost_per_1k": 1.5,
+            "cells": ["cascade", "90%"],
+        },
+    ]
+    comparison = {"title": "Judges compared", "columns": ["judge", "agreement"], "rows": rows, "mark": "cascade"}
+    with Store(store) as st:
+        paths = write_report(st, run, tmp_path / "report", comparison=comparison)
+        html = paths["html"].read_text()
+        assert "Judges compared" in html and '<tr class="mark"><td>cascade</td>' in html
+        for kind in ("comparison-agreement", "comparison-cost"):
+            assert f'data-plot="{kind}"' in html
+        assert "| judge | agreement |" in paths["markdown"].read_text()
+        assert json.loads(paths["json"].read_text())["comparison"]["mark"] == "cascade"
+        bad = {**comparison, "rows": [{**rows[0], "cells": ["local"]}]}
+        with pytest.raises(ValueError, match="row 'local' has 1 cells for 2 columns"):
+            write_report(st, run, tmp_path / "bad", comparison=bad)
+    assert not (tmp_path / "bad").exists()  # checked before anything is written
 
 
 def _png_size(data: bytes) -> tuple[int, int]:
