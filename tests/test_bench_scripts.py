@@ -109,3 +109,16 @@ async def test_cascade_llmbar_tables_carry_intervals(shared_data: Path) -> None:
     ((_, delta),) = natural.column("strict Δ")
     assert delta[0] == "–" and all(BRACKETED.search(d) for d in delta[1:]), delta  # GPT-4 is not compared with itself
     assert "95%" in " ".join(calibration.header)  # the one-sided bound says its level
+
+
+def test_llmbar_agreement_table_carries_intervals(shared_data: Path) -> None:
+    subset = shared_data / "llmbar" / "Processed" / "FairEval"
+    if not subset.is_dir():
+        pytest.skip("LLMBar's FairEval subset is not in ../shared/data/llmbar")
+    bench = _load("llmbar_agreement")
+    # One subset (8 recorded runs): each row still matches LLMBar's own statistics.json.
+    (found,) = _assert_interval_columns("\n".join(bench.table(subset)), expect_tables=1)
+    assert len(found.rows) == 8
+    ((_, matches),) = found.column("matches statistics.json")
+    assert set(matches) == {"yes"}
+    assert len(found.column("[95% bootstrap")) == 3  # the three kappa columns
