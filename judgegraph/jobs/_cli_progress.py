@@ -115,17 +115,22 @@ def _cost(usd: float | None) -> str:
     return "unpriced" if usd is None else f"${usd:.4f}"
 
 
-def print_summary(console: Console, s: JobSummary) -> int:
-    """The run's summary lines; returns how many rows failed or were invalid."""
-    console.print(
+def print_summary(out: Console, err: Console, s: JobSummary) -> int:
+    """The run's summary: its counts and where its report is on ``out``
+    (stdout: the result, for a pipe), the rows that failed on ``err``
+    (diagnostics). Returns how many rows failed or were invalid."""
+    out.print(
         f"run [bold]{s.run_id}[/bold] in {s.store}: {s.rows} rows, {s.judged} judged now, "
         f"{s.cached} already done; ok {s.ok}, unparsed {s.unparsed}, error {s.errors}, invalid {s.invalid}; "
         f"cost {_cost(s.cost_usd)} ({s.tokens:,} tokens)",
         highlight=False,
+        soft_wrap=True,
     )
     for p in s.problems[:20]:
-        console.print(f"  [red]•[/red] {escape(p)}", highlight=False)
+        err.print(f"  [red]•[/red] {escape(p)}", highlight=False, soft_wrap=True)
     if s.problems_total > 20:
-        console.print(f"  … and {s.problems_total - 20} more (see the report)")
-    console.print(f"report: judgegraph report {escape(s.run_id)} --store {escape(s.store)}", highlight=False)
+        err.print(f"  … and {s.problems_total - 20} more (see the report)")
+    out.print(
+        f"report: judgegraph report {escape(s.run_id)} --store {escape(s.store)}", highlight=False, soft_wrap=True
+    )
     return s.unparsed + s.errors + s.invalid

@@ -311,7 +311,7 @@ def eval_command(
         if not allow_failures and (summary.unparsed or summary.errors or summary.invalid):
             raise typer.Exit(EXIT_ROWS_FAILED)
     else:
-        failed = print_summary(console, summary)
+        failed = print_summary(Console(), console, summary)
         if failed and not allow_failures:
             console.print(
                 f"[red]{failed} of {summary.rows} rows failed or were invalid[/red]: exit code {EXIT_ROWS_FAILED} "
@@ -355,8 +355,9 @@ def report_command(
         raise _fail(console, str(exc)) from None
     except (OSError, ValueError) as exc:  # an unreadable labels file, or one that matches no row
         raise _fail(console, str(exc)) from None
+    printed = Console(soft_wrap=True)  # the paths are the command's result: stdout, never wrapped
     for kind, p in paths.items():
-        console.print(f"{kind}: {p}")
+        printed.print(f"{kind}: {p}", highlight=False)
 
 
 app.command("eval")(eval_command)

@@ -51,7 +51,9 @@ def test_a_rerun_of_a_failed_run_still_fails(tmp_path: Path) -> None:
     assert again.returncode == 1, (again.stdout[-800:], again.stderr[-800:])
     summary = json.loads(again.stdout)
     assert (summary["judged"], summary["cached"], summary["errors"], summary["ok"]) == (0, 20, 20, 0)
-    assert plain.returncode == 1 and "error 20" in plain.stderr, plain.stderr[-800:]
+    # The summary is the command's result (stdout); the failed rows are diagnostics (stderr).
+    assert plain.returncode == 1 and "error 20" in plain.stdout, (plain.stdout[-800:], plain.stderr[-800:])
+    assert "error 20" not in plain.stderr and "20 of 20 rows failed" in plain.stderr
 
 
 _OUTCOME = st.sampled_from(["ok", "unparsed", "error"])
