@@ -135,3 +135,29 @@ def test_tables_recovers_any_header(
     got = tables("\n".join(lines), "x.md")
     assert [t.header for t in got] == [tuple(header)]
     assert got[0].line == len(before) + 1
+
+
+_NEUTRAL = st.sampled_from(["judge", "policy", "cost / item", "wall time", "n", "items", "$/1k (% of a)", "round"])
+_RATE_WORDS = st.sampled_from(["agreement", "accuracy", "κ / kappa", "escalated", "win rate", "Accuracy", "ESCALATION"])
+_MARKERS = st.sampled_from(["[95% Wilson]", "(95 % CI)", "CI", "interval", "[95% paired bootstrap, BCa]"])
+
+
+@settings(max_examples=80)
+@given(
+    neutral=st.lists(_NEUTRAL, min_size=1, max_size=5),
+    rate=st.one_of(st.none(), _RATE_WORDS),
+    marker=st.one_of(st.none(), _MARKERS),
+    at=st.integers(min_value=0, max_value=5),
+)
+def test_missing_interval_iff_a_rate_without_a_marker(
+    neutral: list[str], rate: str | None, marker: str | None, at: int
+) -> None:
+    header = list(neutral)
+    # The marker goes in the rate's own cell (even ``at``) or a cell of its own: either names the interval.
+    in_rate_cell = rate is not None and marker is not None and at % 2 == 0
+    if rate is not None:
+        header.insert(at % (len(header) + 1), f"{rate} {marker}" if in_rate_cell else rate)
+    if marker is not None and not in_rate_cell:
+        header.append(marker)
+    table = Table("x.md", 1, tuple(header))
+    assert missing_interval(table) == (rate is not None and marker is None)
