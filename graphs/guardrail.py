@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
 from judgegraph import JudgeInputError
-from judgegraph.judges import FromContext, coerce_input, graph_node
+from judgegraph.judges import FromContext, check_threshold, coerce_input, graph_node
 from judgegraph.types import PointwiseInput, Rubric, Status
 
 from ._context import (
@@ -140,7 +140,10 @@ def create_guardrail_graph(
     An answer passes when the judge's score (``weighted_score`` for rubric
     judges) is at least ``threshold``, or at least ``threshold_from(context)``
     when that is given: a run's threshold read from its runtime context
-    (served graphs take it from their JSON context). ``rubric`` is the policy the answer
+    (served graphs take it from their JSON context). The threshold must lie in
+    ``(low, high]`` of the judge's score scale (0-1 for rubric judges, the
+    rubric's levels when ``rubric`` is given): a ValueError names it otherwise,
+    at build when the judge is given, else on the first call. ``rubric`` is the policy the answer
     is graded against. ``reviser`` is a node (function, runnable or graph)
     that reads ``answer`` and ``feedback`` and returns a new ``answer``;
     without one, an answer below the threshold is blocked. Each round is
@@ -156,17 +159,26 @@ def create_guardrail_graph(
         raise ValueError(f"fail_policy must be 'open' or 'closed', got {fail_policy!r}")
     allowed = max_revisions if reviser is not None else 0
     fallback: Action = "pass" if fail_policy == "open" else "block"
-    if not isinstance(judge, FromContext):
-        check_judge_kind(lookup_judge(judge, None, graph="guardrail"), graph="guardrail")  # fails at build
+    known = None if isinstance(judge, FromContext) else lookup_judge(judge, None, graph="guardrail")
+    if known is not None:
+        check_judge_kind(known, graph="guardrail")  # fails at build
+    # A threshold off the judge's scale passes (or blocks) everything: refused
+    # here when the judge is known, else on the first call, before judging.
+    check_threshold(threshold, judge=known if threshold_from is None else None, rubric=rubric, option="threshold")
 
     async def judge_answer(state: GuardrailState, runtime: Runtime[Any]) -> dict[str, Any]:
         # A fresh run starts at zero; only a pending revision carries the count over.
         revisions = state.get("revisions", 0) if state.get("revising") else 0
         # Set-up errors raise here, on the first call: a missing judge or
         # backend, or a judge that cannot grade an answer, is not an outage.
-        limit = threshold if threshold_from is None else threshold_from(runtime.context)
         found = lookup_judge(judge, runtime.context, graph="guardrail")
         check_judge_kind(found, graph="guardrail")
+        if threshold_from is None:
+            limit = check_threshold(threshold, judge=found, rubric=rubric, option="threshold")
+        else:
+            limit = check_threshold(
+                threshold_from(runtime.context), judge=found, rubric=rubric, option="threshold_from(context)"
+            )
         check_backends(found, runtime.context, graph="guardrail")
         verdict: Any = None
         down: str | None = None

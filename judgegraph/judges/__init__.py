@@ -69,6 +69,7 @@ from ._replay import (
 from ._rubric import RubricJudge, create_rubric_judge
 from ._sampled import SampledAggregation, SampledJudge, create_sampled_judge, takes_temperature
 from ._sentence import FewShotCheck, LabelledExample, SentenceJudge, acheck_few_shot, create_judge, similarity
+from ._threshold import check_threshold, score_scale
 from ._trajectory import PairwiseTrajectoryJudge, TrajectoryJudge, create_trajectory_judge
 from ._trajectory_inputs import TrajectoryInput, TrajectoryMatchInput, TrajectoryPairInput
 from ._trajectory_match import ArgsMode, MatchMode, TrajectoryMatchJudge, match_trajectory
@@ -119,6 +120,7 @@ __all__ = [
     "arecord_verdicts",
     "arun_part",
     "as_async_judge",
+    "check_threshold",
     "coerce_input",
     "context_from_config",
     "cost_of",
@@ -152,6 +154,7 @@ __all__ = [
     "render_message",
     "render_transcript",
     "run_sync",
+    "score_scale",
     "similarity",
     "sum_usage",
     "takes_temperature",

@@ -103,7 +103,8 @@ async def test_a_down_judge_is_covered_by_the_fail_policy(policy: Any, action: s
 
 
 async def test_an_unreadable_verdict_never_passes_as_a_score() -> None:
-    out = await create_guardrail_graph(threshold=1, fail_policy="closed").ainvoke(
+    # The lowest threshold the 1-5 scale allows (1 itself would pass every score, and is refused).
+    out = await create_guardrail_graph(threshold=2, fail_policy="closed").ainvoke(
         ASK, context=ctx(ScriptedBackend(lambda r: "Looks fine to me."))
     )
     assert out["decision"].action == "block" and out["decision"].judge_status is Status.UNPARSED

@@ -87,9 +87,12 @@ async def test_pairwise_graph_flags_a_model_that_cannot_answer_the_format(backen
 
 
 async def test_guardrail_and_batch_graphs(backend: Any) -> None:
-    guard = create_guardrail_graph(threshold=1, fail_policy="closed", timeout_s=60)
+    # The lowest threshold the 1-5 scale allows: a threshold of 1 would pass every score, and is refused.
+    guard = create_guardrail_graph(threshold=2, fail_policy="closed", timeout_s=60)
     out = await guard.ainvoke({"instruction": "q", "answer": "answer 3"}, context=ctx(backend))
-    assert out["decision"].action == "pass" and out["decision"].judge_status is Status.OK
+    decision = out["decision"]
+    assert decision.judge_status is Status.OK and not decision.fail_policy_applied
+    assert decision.action == ("pass" if out["verdict"].score >= 2 else "block")
     assert_model_score(out["verdict"])
 
     items = [{"instruction": "q", "response": f"answer {i}"} for i in range(5)]
