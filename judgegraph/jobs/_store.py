@@ -27,7 +27,7 @@ from typing import Any
 from ._store_connect import connect_store, retry_busy, without_credentials
 from ._store_guard import RunLock, StoreCommitError, StoreError
 from ._store_reads import StoreReads
-from ._store_records import ItemRecord, ResultRecord, RunInfo, RunMismatchError, StoredRow
+from ._store_records import ItemRecord, ResultRecord, RunInfo, RunMismatchError, StoredRow, read_run
 
 __all__ = [
     "ItemRecord",
@@ -147,15 +147,7 @@ class Store(StoreReads):
         if row is None:
             known = [r[0] for r in self._db.execute("SELECT run_id FROM runs ORDER BY created_at")]
             raise KeyError(f"no run {run_id!r} in {self.path}; runs here: {known or 'none'}")
-        return RunInfo(
-            run_id=row[0],
-            config_hash=row[1],
-            kind=row[2],
-            spec=json.loads(row[3]),
-            created_at=row[4],
-            updated_at=row[5],
-            state=row[6],
-        )
+        return read_run(row, store=self.path)
 
     def runs(self) -> list[RunInfo]:
         return [self.run(r[0]) for r in self._db.execute("SELECT run_id FROM runs ORDER BY created_at")]

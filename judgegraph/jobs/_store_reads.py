@@ -4,17 +4,18 @@ the connection, its buffered writes' flush and the run lookup."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
-from ._store_records import ResultRecord, RunInfo, StoredRow
+from ._store_records import ResultRecord, RunInfo, StoredRow, read_row
 
 __all__ = ["StoreReads"]
 
 
 class StoreReads:
     _db: sqlite3.Connection
+    path: Path
 
     def flush(self) -> None:  # Store's: reads see buffered writes
         raise NotImplementedError
@@ -23,7 +24,9 @@ class StoreReads:
         raise NotImplementedError
 
     def rows(self, run_id: str, *, with_input: bool = False) -> Iterator[StoredRow]:
-        """A run's rows in source order, each with its result when there is one."""
+        """A run's rows in source order, each with its result when there is one.
+        A row whose stored values cannot be read back (torn JSON, a wrong type)
+        still comes, with :attr:`StoredRow.unreadable` saying why and where."""
         self.flush()
         info = self.run(run_id)
         sql = (
@@ -35,36 +38,17 @@ class StoreReads:
             + " WHERE i.run_id=? ORDER BY i.file, i.row"
         )
         for r in self._db.execute(sql, (info.config_hash, run_id)):
-            yield StoredRow(
-                file=r[0],
-                row=r[1],
-                item_hash=r[2],
-                item_id=r[3],
-                label=json.loads(r[4]) if r[4] is not None else None,
-                category=r[5],
-                problem=r[6],
-                status=r[7],
-                reason=r[8],
-                result=json.loads(r[9]) if r[9] is not None else None,
-                cost_usd=r[10],
-                prompt_tokens=r[11] or 0,
-                completion_tokens=r[12] or 0,
-                input=json.loads(r[13]) if r[13] is not None else None,
-            )
+            yield read_row(r, store=self.path, run_id=run_id, kind=info.kind)
 
     def counts(self, run_id: str) -> dict[str, int]:
-        """Rows of a run by outcome: ok / unparsed / error / invalid / pending."""
-        self.flush()
-        info = self.run(run_id)
+        """Rows of a run by outcome: ok / unparsed / error / invalid / pending, and, when
+        there are any, ``unreadable``: rows whose stored values cannot be read back (see :meth:`rows`)."""
         out = {"rows": 0, "ok": 0, "unparsed": 0, "error": 0, "invalid": 0, "pending": 0}
-        sql = (
-            "SELECT CASE WHEN i.item_hash IS NULL THEN 'invalid' ELSE COALESCE(r.status, 'pending') END, COUNT(*) "
-            "FROM items i LEFT JOIN results r ON r.config_hash=? AND r.item_hash=i.item_hash "
-            "WHERE i.run_id=? GROUP BY 1"
-        )
-        for k, n in self._db.execute(sql, (info.config_hash, run_id)):
-            out[k] = out.get(k, 0) + n
-            out["rows"] += n
+        # The same reads as rows(), so a row is unreadable here exactly when it is there.
+        for r in self.rows(run_id, with_input=True):
+            k = "unreadable" if r.unreadable else "invalid" if r.item_hash is None else r.status or "pending"
+            out[k] = out.get(k, 0) + 1
+            out["rows"] += 1
         return out
 
     def results(self, config_hash: str) -> Iterable[ResultRecord]:

@@ -13,7 +13,17 @@ from judgegraph.jobs import ItemRecord, ResultRecord, RunMismatchError, Store
 
 def _result(h: str, status: str = "ok", chash: str = "c1") -> ResultRecord:
     return ResultRecord(
-        chash, h, status, None if status == "ok" else "why", f'{{"status": "{status}"}}', 0.001, 10, 2, 1, time.time()
+        chash,
+        h,
+        status,
+        None if status == "ok" else "why",
+        # An ok result carries its verdict (a score, or a winner for pairwise runs): reads check for it.
+        f'{{"status": "{status}", "score": 4, "winner": "A"}}' if status == "ok" else f'{{"status": "{status}"}}',
+        0.001,
+        10,
+        2,
+        1,
+        time.time(),
     )
 
 
