@@ -16,7 +16,8 @@ figure{background:#fff;border:1px solid #dde1e7;border-radius:6px;margin:0;paddi
 figcaption{color:#5b6576;font-size:12px;margin-top:6px}.na{color:#8a93a3;font-style:italic;padding:30px 10px}
 table{border-collapse:collapse;background:#fff;margin:8px 0 18px}td,th{border:1px solid #dde1e7;padding:4px 10px;
 text-align:left}th{background:#eef1f5}h2{font-size:16px;margin:22px 0 8px}
-tr.mark td{font-weight:600;background:#fff6f4}svg.plot{display:block;height:auto}svg.plot *{stroke-linejoin:round;stroke-linecap:butt}
+tr.mark td{font-weight:600;background:#fff6f4}svg.plot{display:block;height:auto}
+svg.plot *{stroke-linejoin:round;stroke-linecap:butt}
 """
 
 # Runs when the page is opened: records that every plot was laid out with a

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,13 @@ def test_table_rows_match_the_stored_results(first_run: tuple[Path, str, Quickst
             assert (len(r["tiers"]) > 1) == (first["confidence"] < threshold)
     assert result.report.is_file() and result.report.read_text(encoding="utf-8").startswith("<!doctype html>")
     assert str(result.report) in output.replace("\n", "")
+    # The report compares the three judges as the terminal table does, intervals included.
+    page = result.report.read_text(encoding="utf-8")
+    for row in result.rows:
+        line = next(ln for ln in output.splitlines() if row.name in ln and "%" in ln)
+        band = re.search(r"\[\d+\.\d–\d+\.\d\]", line)
+        assert f"<td>{escape(row.name)}</td>" in page and (band is None or band.group(0) in page)
+    assert 'data-plot="comparison-agreement"' in page and 'data-plot="comparison-cost"' in page
 
 
 def test_first_line_is_the_paired_difference(first_run: tuple[Path, str, QuickstartResult]) -> None:
