@@ -80,12 +80,15 @@ def worst_status(statuses: Sequence[Status]) -> Status:
 class Usage(FrozenModel):
     """Tokens spent. ``cache_hits``/``cache_misses`` count calls a judge-call
     cache answered or passed on (both 0 when no cache is in the way); a hit
-    spends no tokens."""
+    spends no tokens. ``unreported`` counts calls whose server said nothing of
+    the tokens they spent: the counts leave those out, so any cost priced from
+    them is unknown, never zero."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cache_hits: int = 0
     cache_misses: int = 0
+    unreported: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -93,6 +96,7 @@ class Usage(FrozenModel):
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cache_hits=self.cache_hits + other.cache_hits,
             cache_misses=self.cache_misses + other.cache_misses,
+            unreported=self.unreported + other.unreported,
         )
 
 

@@ -418,7 +418,10 @@ def _to_result(out: Any, attempts: int, latency: float, model: str) -> GenerateR
         raise BackendError(f"chat model {model} answered a {type(out).__name__}, not a message", attempts=attempts)
     meta = out.response_metadata or {}
     um = out.usage_metadata
-    usage = Usage(prompt_tokens=um["input_tokens"], completion_tokens=um["output_tokens"]) if um else Usage()
+    # A model that reports no usage_metadata leaves the call's tokens, so its cost, unknown.
+    usage = (
+        Usage(prompt_tokens=um["input_tokens"], completion_tokens=um["output_tokens"]) if um else Usage(unreported=1)
+    )
     finish = meta.get("finish_reason") or meta.get("stop_reason")
     return GenerateResult(
         text=_text(out),

@@ -275,10 +275,7 @@ def _to_result(resp: Any, attempts: int, latency: float, model: str) -> Generate
                 )
                 for t in content
             )
-        used = resp.get("usage") or {}
-        usage = Usage(
-            prompt_tokens=int(used.get("prompt_tokens") or 0), completion_tokens=int(used.get("completion_tokens") or 0)
-        )
+        usage = _usage(resp.get("usage"))
         if not isinstance(text, str):
             raise TypeError("content is not text")
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
@@ -292,3 +289,11 @@ def _to_result(resp: Any, attempts: int, latency: float, model: str) -> Generate
         attempts=attempts,
         latency_s=latency,
     )
+
+
+def _usage(used: Any) -> Usage:
+    """The response's token counts; a server that sent none (or no prompt or completion
+    count) leaves this call's tokens, so its cost, unknown: ``unreported``, never zero."""
+    if not isinstance(used, Mapping) or used.get("prompt_tokens") is None or used.get("completion_tokens") is None:
+        return Usage(unreported=1)
+    return Usage(prompt_tokens=int(used["prompt_tokens"]), completion_tokens=int(used["completion_tokens"]))

@@ -168,9 +168,12 @@ class TGIBackend:
             tokens = tuple(
                 TokenLogprob(t.text, t.logprob, _alts(top)) for t, top in zip(details.tokens, tops, strict=False)
             )
-        usage = Usage(
-            prompt_tokens=len(details.prefill or ()) if details else 0,
-            completion_tokens=details.generated_tokens if details else 0,
+        # Without details, or without the prompt's tokens (prefill; a prompt is never
+        # empty), the call's tokens, so its cost, are unknown: not zero.
+        usage = (
+            Usage(prompt_tokens=len(details.prefill), completion_tokens=details.generated_tokens)
+            if details is not None and details.prefill
+            else Usage(unreported=1)
         )
         finish = str(details.finish_reason) if details else None
         return GenerateResult(out.generated_text, self.model, usage, tokens, finish)
@@ -202,7 +205,7 @@ class TGIBackend:
         tokens = None
         if choice.logprobs is not None and choice.logprobs.content:
             tokens = tuple(TokenLogprob(t.token, t.logprob, _alts(t.top_logprobs)) for t in choice.logprobs.content)
-        usage = Usage()
+        usage = Usage(unreported=1)  # a server that sends no usage leaves the cost unknown
         if out.usage is not None:
             usage = Usage(prompt_tokens=out.usage.prompt_tokens, completion_tokens=out.usage.completion_tokens)
         return GenerateResult(

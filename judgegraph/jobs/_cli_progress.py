@@ -96,7 +96,7 @@ class JobBars:
             self.task_id,
             completed=p.done,
             total=p.total,
-            cost=p.cost_usd,
+            cost=p.cost_usd if p.priced else None,  # a partial sum would understate an unpriced run
             tokens=p.tokens,
             failed=p.failed,
             invalid=p.invalid,

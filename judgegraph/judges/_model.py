@@ -353,7 +353,11 @@ class ModelJudge(Judge[InT, OutT]):
 
 def price_rest(pricing: Pricing | None, usage: Usage, known_cost: float, known: Usage) -> float | None:
     """The cost of ``usage``: ``known_cost`` for the ``known`` part billed
-    already, the rest at ``pricing``; None when some of it has no price."""
+    already, the rest at ``pricing``; None when some of it has no price, or
+    when a call outside the billed part reported no usage (its tokens, so its
+    price, are unknown)."""
+    if usage.unreported > known.unreported:
+        return None
     rest = Usage(
         prompt_tokens=usage.prompt_tokens - known.prompt_tokens,
         completion_tokens=usage.completion_tokens - known.completion_tokens,
