@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._asserts import JudgeAssertionError, JudgeAssertions, sync_bridge
+    from ._asserts import JudgeAssertionError, JudgeAssertions, JudgeUsageError, sync_bridge
     from ._build import NoNetworkBackend, create_backend, create_judge
     from ._cassette import CassetteFile, CassetteJudge, CassetteMissError, Judging, cassette_key
     from ._checks import Check, check_not_worse, check_scores, score_of
@@ -27,6 +27,7 @@ __all__ = [
     "JudgeAssertionError",
     "JudgeAssertions",
     "JudgeSettings",
+    "JudgeUsageError",
     "Judging",
     "NoNetworkBackend",
     "Row",
@@ -52,6 +53,7 @@ _LAZY = {
     "JudgeAssertionError": "._asserts",
     "JudgeAssertions": "._asserts",
     "JudgeSettings": "._settings",
+    "JudgeUsageError": "._asserts",
     "Judging": "._cassette",
     "NoNetworkBackend": "._build",
     "Row": "._report",

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
+from judgegraph.judges import check_threshold
 from judgegraph.types import Rubric
 
 from ._cassette import CassetteJudge, CassetteMissError, Judging
@@ -14,7 +18,7 @@ from ._checks import Check, check_not_worse, check_scores, clip
 from ._report import Row
 from ._settings import JudgeSettings
 
-__all__ = ["JudgeAssertionError", "JudgeAssertions", "sync_bridge"]
+__all__ = ["JudgeAssertionError", "JudgeAssertions", "JudgeUsageError", "sync_bridge"]
 
 T = TypeVar("T")
 Kind = Literal["pointwise", "pairwise"]
@@ -42,6 +46,45 @@ class JudgeAssertionError(AssertionError):
     """A judged assertion failed; the message is the whole explanation."""
 
 
+class JudgeUsageError(ValueError):
+    """A judged assertion was given an argument (or a setting) it cannot use;
+    the message names it. Nothing was judged."""
+
+
+# The judge input's fields, as the assertion arguments they come from.
+_ARGUMENTS = {
+    "pointwise": {"instruction": "instruction", "response": "response", "reference": "reference", "rubric": "rubric"},
+    "pairwise": {
+        "instruction": "instruction",
+        "response_a": "response",
+        "response_b": "baseline",
+        "reference": "reference",
+    },
+}
+_AGGREGATES = ("mean", "majority")
+
+
+@dataclass
+class _Attempt:
+    """What one assertion got to before it stopped: what its error row shows."""
+
+    kind: str
+    call: str
+    judge: str = "-"
+    threshold: str = "-"
+
+
+def _field(item: BaseModel, name: str) -> str | None:
+    """A text field of the validated input (what was judged, not the raw argument)."""
+    value = getattr(item, name, None)
+    return value if isinstance(value, str) else None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
 class JudgeAssertions:
     """Judge-backed assertions for one test. Each returns the :class:`Check`
     when it passes and raises :class:`JudgeAssertionError` when it does not;
@@ -55,9 +98,12 @@ class JudgeAssertions:
         settings: JudgeSettings,
         judge_for: Callable[[Kind], CassetteJudge],
         report: Callable[[Row], None],
+        threshold_option: str = "judge_threshold",
     ) -> None:
         self.test = test
         self.settings = settings
+        # Where the settings' threshold came from, as an error names it.
+        self.threshold_option = threshold_option
         self._judge_for = judge_for
         self._report = report
 
@@ -75,20 +121,36 @@ class JudgeAssertions:
         aggregate: Literal["mean", "majority"] | None = None,
     ) -> Check:
         """Judge ``response`` and assert its score reaches the threshold
-        (argument, else marker, else command line, else ini)."""
+        (argument, else marker, else command line, else ini). A bad argument
+        raises :class:`JudgeUsageError` naming it, and shows as an error row."""
         __tracebackhide__ = True
+        at = _Attempt("score", "assert_score")
+        given = {"instruction": instruction, "response": response, "reference": reference, "rubric": rubric}
+        return await self._guarded(at, self._score(at, given, threshold, repeats, aggregate))
+
+    async def _score(
+        self, at: _Attempt, given: dict[str, Any], threshold: Any, repeats: Any, aggregate: Any
+    ) -> tuple[CassetteJudge, Judging, Check]:
+        judge = self._judge_for("pointwise")
+        at.judge = judge.name
+        item = self._item(at, "pointwise", judge, given)
+        option = "threshold" if threshold is not None else self.threshold_option
         limit = threshold if threshold is not None else self.settings.threshold
         if limit is None:
-            raise ValueError(
-                "no threshold: pass threshold=, use @pytest.mark.judge(threshold=...), "
+            raise JudgeUsageError(
+                f"judged.{at.call}: no threshold: pass threshold=, use @pytest.mark.judge(threshold=...), "
                 "--judge-threshold or judge_threshold in the ini file"
             )
-        item = {"instruction": instruction, "response": response, "reference": reference, "rubric": rubric}
-        what = f"\n  instruction: {clip(instruction)}\n  response: {clip(response)}"
-        agg = aggregate or self.settings.aggregate
-        judge, judging = await self._judge("pointwise", item, repeats)
-        check = check_scores(judging.verdicts, threshold=limit, aggregate=agg, what=what)
-        return self._finish(judge, "score", judging, check)
+        try:
+            # On the scale this call is judged on: the rubric's, when it has one.
+            value = check_threshold(limit, judge=judge, rubric=getattr(item, "rubric", None), option=option)
+        except ValueError as exc:
+            raise JudgeUsageError(f"judged.{at.call}: {exc}") from None
+        at.threshold = f">= {value:g}"
+        k, agg = self._repeats(at, repeats), self._aggregate(at, aggregate)
+        what = f"\n  instruction: {clip(_field(item, 'instruction'))}\n  response: {clip(_field(item, 'response'))}"
+        judging = await self._judge(at, judge, item, k)
+        return judge, judging, check_scores(judging.verdicts, threshold=value, aggregate=agg, what=what)
 
     def assert_score(
         self,
@@ -128,14 +190,26 @@ class JudgeAssertions:
         aggregate: Literal["mean", "majority"] | None = None,
     ) -> Check:
         """Assert ``response`` is not worse than ``baseline``: judged in both
-        answer orders (a disagreement is a tie), ``response`` as answer A."""
+        answer orders (a disagreement is a tie), ``response`` as answer A.
+        A bad argument raises :class:`JudgeUsageError` naming it, and shows as an error row."""
         __tracebackhide__ = True
-        item = {"instruction": instruction, "response_a": response, "response_b": baseline, "reference": reference}
-        what = f"\n  instruction: {clip(instruction)}\n  new: {clip(response)}\n  baseline: {clip(baseline)}"
-        agg = aggregate or self.settings.aggregate
-        judge, judging = await self._judge("pairwise", item, repeats)
-        check = check_not_worse(judging.verdicts, aggregate=agg, what=what)
-        return self._finish(judge, "not_worse", judging, check)
+        at = _Attempt("not_worse", "assert_not_worse", threshold="not worse (pref >= 0.5)")
+        given = {"instruction": instruction, "response_a": response, "response_b": baseline, "reference": reference}
+        return await self._guarded(at, self._not_worse(at, given, repeats, aggregate))
+
+    async def _not_worse(
+        self, at: _Attempt, given: dict[str, Any], repeats: Any, aggregate: Any
+    ) -> tuple[CassetteJudge, Judging, Check]:
+        judge = self._judge_for("pairwise")
+        at.judge = judge.name
+        item = self._item(at, "pairwise", judge, given)
+        k, agg = self._repeats(at, repeats), self._aggregate(at, aggregate)
+        what = (
+            f"\n  instruction: {clip(_field(item, 'instruction'))}\n  new: {clip(_field(item, 'response_a'))}"
+            f"\n  baseline: {clip(_field(item, 'response_b'))}"
+        )
+        judging = await self._judge(at, judge, item, k)
+        return judge, judging, check_not_worse(judging.verdicts, aggregate=agg, what=what)
 
     def assert_not_worse(
         self,
@@ -157,17 +231,58 @@ class JudgeAssertions:
 
     # ------------------------------------------------------------ internals
 
-    async def _judge(self, kind: Kind, item: dict[str, Any], repeats: int | None) -> tuple[CassetteJudge, Judging]:
-        judge = self._judge_for(kind)
-        k = repeats or self.settings.repeats
-        if k < 1:
-            raise ValueError(f"repeats must be at least 1, got {k}")
-        value = {f: v for f, v in item.items() if v is not None}
+    async def _guarded(self, at: _Attempt, work: Awaitable[tuple[CassetteJudge, Judging, Check]]) -> Check:
+        """Run one assertion. Whatever stops it before a verdict (a bad
+        argument or setting, a judge that cannot be built) still leaves the
+        test a row in the verdict table, as an error, and is raised."""
+        __tracebackhide__ = True
         try:
-            return judge, await judge.ajudge_repeated(value, repeats=k)
+            judge, judging, check = await work
+        except (JudgeAssertionError, CassetteMissError):
+            raise  # these have their rows already
+        except Exception as exc:
+            self._report(Row(self.test, at.judge, at.kind, "-", at.threshold, "error", "", None, "-"))
+            if isinstance(exc, ValidationError):  # never a raw pydantic error
+                raise JudgeUsageError(f"judged.{at.call}: {exc}") from None
+            raise
+        return self._finish(judge, at.kind, judging, check)
+
+    def _item(self, at: _Attempt, kind: Kind, judge: CassetteJudge, given: dict[str, Any]) -> BaseModel:
+        """The judge's input from the assertion's arguments; JudgeUsageError naming each bad one."""
+        names = _ARGUMENTS[kind]
+        missing = [names[f] for f in names if f != "reference" and f != "rubric" and given.get(f, "") is None]
+        if missing:
+            raise JudgeUsageError(f"judged.{at.call}: {', '.join(missing)} must be a string, got None")
+        try:
+            item: BaseModel = judge.input_model.model_validate({f: v for f, v in given.items() if v is not None})
+        except ValidationError as exc:
+            problems = []
+            for e in exc.errors():
+                field = str(e["loc"][0]) if e["loc"] else ""
+                arg = names.get(field, field or "arguments")
+                inner = ".".join(str(p) for p in e["loc"][1:])
+                got = f"={_shown(given[field])}" if field in given else ""
+                problems.append(f"{arg}{got}{' (at ' + inner + ')' if inner else ''}: {e['msg']}")
+            raise JudgeUsageError(f"judged.{at.call}: " + "; ".join(problems)) from None
+        return item
+
+    def _repeats(self, at: _Attempt, repeats: Any) -> int:
+        k = repeats if repeats is not None else self.settings.repeats
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise JudgeUsageError(f"judged.{at.call}: repeats={_shown(k)}: must be a whole number of at least 1")
+        return k
+
+    def _aggregate(self, at: _Attempt, aggregate: Any) -> Literal["mean", "majority"]:
+        agg = aggregate if aggregate is not None else self.settings.aggregate
+        if agg not in _AGGREGATES:
+            raise JudgeUsageError(f"judged.{at.call}: aggregate={_shown(agg)}: must be 'mean' or 'majority'")
+        return "mean" if agg == "mean" else "majority"
+
+    async def _judge(self, at: _Attempt, judge: CassetteJudge, item: BaseModel, k: int) -> Judging:
+        try:
+            return await judge.ajudge_repeated(item, repeats=k)
         except CassetteMissError:
-            threshold = "" if kind == "pairwise" else f">= {self.settings.threshold:g}"
-            self._report(Row(self.test, judge.name, kind, "-", threshold, "missing", "", 0.0, "replay"))
+            self._report(Row(self.test, judge.name, at.kind, "-", at.threshold, "missing", "", 0.0, "replay"))
             raise
 
     def _finish(self, judge: CassetteJudge, kind: str, judging: Judging, check: Check) -> Check:

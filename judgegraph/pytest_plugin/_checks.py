@@ -12,7 +12,7 @@ from judgegraph.types import PairwiseVerdict, Status
 
 __all__ = ["Check", "Outcome", "check_not_worse", "check_scores", "clip", "score_of"]
 
-Outcome = Literal["pass", "fail", "unreadable", "missing"]
+Outcome = Literal["pass", "fail", "unreadable", "missing", "error"]
 _PREFERENCE = {"A": 1.0, "tie": 0.5, "B": 0.0}
 _SHOW = 300
 

@@ -15,7 +15,7 @@ class Row:
     kind: str  # "score" or "not_worse"
     score: str
     threshold: str
-    outcome: str  # pass, fail, unreadable, missing
+    outcome: str  # pass, fail, unreadable, missing, error (a bad argument or setting: nothing judged)
     spread: str
     cost_usd: float | None  # spent in this session; 0 for replayed verdicts, None when unpriced
     source: str  # replayed, recorded, replayed+recorded, live
@@ -52,10 +52,12 @@ def render_table(rows: Sequence[Row], *, mode: str) -> list[str]:
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
     out = [line(head), line(["-" * w for w in widths]), *(line(b) for b in body)]
-    counts = {k: sum(r.outcome == k for r in rows) for k in ("pass", "fail", "unreadable", "missing")}
-    spent = [r.cost_usd for r in rows if r.cost_usd is not None]
+    counts = {k: sum(r.outcome == k for r in rows) for k in ("pass", "fail", "unreadable", "missing", "error")}
+    # An error row judged nothing: it is neither spent nor unpriced.
+    judged = [r for r in rows if r.outcome != "error"]
+    spent = [r.cost_usd for r in judged if r.cost_usd is not None]
     total = f"${sum(spent):.4f}" if spent else "unpriced"
-    if spent and len(spent) < len(rows):
+    if spent and len(spent) < len(judged):
         total += " (some calls unpriced: set judge_price_in / judge_price_out)"
     tally = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
     out.append(f"{len(rows)} judged assertion(s): {tally}; cost this session {total}; cassette mode {mode}")

@@ -135,7 +135,23 @@ def judged(request: pytest.FixtureRequest, judge_settings: JudgeSettings, record
         for name, value in junit_properties(row):
             record_property(name, value)
 
-    return JudgeAssertions(test=request.node.nodeid, settings=judge_settings, judge_for=judge_for, report=report)  # type: ignore[arg-type]
+    return JudgeAssertions(
+        test=request.node.nodeid,
+        settings=judge_settings,
+        judge_for=judge_for,  # type: ignore[arg-type]
+        report=report,
+        threshold_option=_threshold_option(request),
+    )
+
+
+def _threshold_option(request: pytest.FixtureRequest) -> str:
+    """Where this test's threshold setting comes from, as an error about it names it."""
+    marker = request.node.get_closest_marker("judge")
+    if marker is not None and "threshold" in marker.kwargs:
+        return "@pytest.mark.judge(threshold=...)"
+    if request.config.getoption("judge_threshold", None) is not None:
+        return "--judge-threshold"
+    return "judge_threshold (ini)"
 
 
 # ------------------------------------------------------------------ hooks
@@ -145,7 +161,16 @@ def judged(request: pytest.FixtureRequest, judge_settings: JudgeSettings, record
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     report = yield
     exc = call.excinfo
-    if exc is not None and report.failed and type(exc.value).__name__ in ("JudgeAssertionError", "CassetteMissError"):
+    if (
+        exc is not None
+        and report.failed
+        and type(exc.value).__name__
+        in (
+            "JudgeAssertionError",
+            "CassetteMissError",
+            "JudgeUsageError",
+        )
+    ):
         # The message is the whole story; plugin frames would only bury it.
         report.longrepr = f"{type(exc.value).__name__}: {exc.value}"
     if report.when == "call" and report.passed:
