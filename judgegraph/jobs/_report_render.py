@@ -314,6 +314,8 @@ def _comparison_html(d: ReportData) -> str:
             y_label="USD per 1,000 items",
             kind="comparison-cost",
             value_axis="money",
+            mark=c.mark,
+            label_values=True,
         )
         figs.append(f'<figure id="fig-comparison-cost">{svg}</figure>')
     notes = "".join(f"<p>{escape(n)}</p>" for n in c.notes)

@@ -23,6 +23,7 @@ from ._format import AxisKind, axis_labels
 
 __all__ = [
     "COLORS",
+    "MARK_COLOR",
     "MAX_VERTICAL_CATEGORIES",
     "axis_style",
     "draw_style",
@@ -35,10 +36,12 @@ __all__ = [
 ]
 
 COLORS = ("#3b6fb6", "#d9822b", "#2e9d5b", "#b6443b", "#7a5cb8", "#6b6b6b")
+MARK_COLOR = "#b6443b"  # the operating point, wherever a plot has one
 MAX_VERTICAL_CATEGORIES = 12
 _MAX_LABEL = 32
-WIDTH_IN = 6.0
-HEIGHT_IN = 3.6
+# About a report grid cell (440-700 px) at 1:1, so 9 pt text shows near 12 px.
+WIDTH_IN = 5.0
+HEIGHT_IN = 3.2
 
 # Text stays <text> (selectable, searchable) in a generic sans-serif stack, so the
 # page needs no font file; ids get a fixed salt, so the same data gives the same SVG.
@@ -172,7 +175,7 @@ def legend_outside(ax: Axes, names: Sequence[str]) -> None:
     """A one-row legend between the title and the axes, where it covers no data and takes no width."""
     if len(names) > 1:
         ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=len(names), borderaxespad=0.2)
-        ax.set_title(ax.get_title(), pad=22)
+        ax.set_title(ax.get_title(loc="left"), loc="left", pad=22)
 
 
 def legend_inside(ax: Axes, names: Sequence[str]) -> None:

@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._format import AxisKind
+from ._format import AxisKind, axis_labels, money
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -58,6 +58,8 @@ def _bar_figure(
     stacked: bool,
     horizontal: bool,
     rotate: bool = False,
+    mark: str | None = None,
+    label_values: bool = False,
 ) -> Figure:
     m = _mpl()
     fig: Figure
@@ -76,9 +78,17 @@ def _bar_figure(
         vs = [float(v) for v in vals]
         color = m.COLORS[j % len(m.COLORS)]
         if horizontal:
-            ax.barh(offs, vs, height=width, left=base if stacked else None, color=color, label=name)
+            bars = ax.barh(offs, vs, height=width, left=base if stacked else None, color=color, label=name)
         else:
-            ax.bar(offs, vs, width=width, bottom=base if stacked else None, color=color, label=name)
+            bars = ax.bar(offs, vs, width=width, bottom=base if stacked else None, color=color, label=name)
+        if mark is not None and len(series) == 1:
+            for bar, cat in zip(bars, categories, strict=True):
+                if cat == mark:
+                    bar.set_color(m.MARK_COLOR)
+        if label_values:
+            # One value alone: money at two significant figures, not to the decimals a tick step needs.
+            texts = [money(v) if value_axis == "money" else axis_labels(value_axis, [v])[0] for v in vs]
+            ax.bar_label(bars, labels=texts, padding=3, fontsize=8)
         if stacked:
             base = [b + v for b, v in zip(base, vs, strict=True)]
     top = max([*base, *(float(v) for vals in series.values() for v in vals), 0.0])
@@ -86,13 +96,16 @@ def _bar_figure(
     m.axis_style(value_ax, value_axis)
     cat_ax.set_ticks(pos, labels=labels)
     cat_ax.grid(False)
+    for t, cat in zip(cat_ax.get_ticklabels(), categories, strict=True):
+        if cat == mark:
+            t.set_fontweight("bold")
     if horizontal:
-        ax.set_xlim(0, top * 1.05 if top > 0 else 1)
+        ax.set_xlim(0, top * (1.2 if label_values else 1.05) if top > 0 else 1)
         ax.set_ylim(n - 0.5, -0.5)  # first category on top, as it reads
         ax.set_xlabel(y_label)
         ax.set_ylabel(x_label)
     else:
-        ax.set_ylim(0, top * 1.08 if top > 0 else 1)
+        ax.set_ylim(0, top * (1.15 if label_values else 1.08) if top > 0 else 1)
         ax.set_xlim(-0.6, n - 0.4)
         ax.set_xlabel(x_label)
         ax.set_ylabel(y_label)
@@ -115,13 +128,22 @@ def bar_figure(
     y_label: str = "count",
     value_axis: AxisKind = "count",
     stacked: bool = False,
+    mark: str | None = None,
+    label_values: bool = False,
 ) -> Figure:
     """The bar chart's figure, laid out so its category labels do not overlap: upright
     bars for a few short labels, labels turned when they crowd, and horizontal bars
     (one labelled row per category) past a dozen categories or when turning is not enough."""
     m = _mpl()
     _check_series(categories, series)
-    opts: dict[str, Any] = {"x_label": x_label, "y_label": y_label, "value_axis": value_axis, "stacked": stacked}
+    opts: dict[str, Any] = {
+        "x_label": x_label,
+        "y_label": y_label,
+        "value_axis": value_axis,
+        "stacked": stacked,
+        "mark": mark,
+        "label_values": label_values,
+    }
     if len(categories) <= m.MAX_VERTICAL_CATEGORIES:
         for rotate in (False, True):
             fig = _bar_figure(title, categories, series, horizontal=False, rotate=rotate, **opts)
@@ -140,16 +162,27 @@ def bar_chart(
     kind: str = "bars",
     value_axis: AxisKind = "count",
     stacked: bool = False,
+    mark: str | None = None,
+    label_values: bool = False,
 ) -> str:
     """Bars, one group (or one stack, ``stacked``) per category, one colour per series, as inline SVG.
 
     ``value_axis`` says what the bars measure: ``count`` gets whole-number ticks, ``money`` dollar
-    labels, ``share`` percentages. Past a dozen categories the bars lie horizontally.
+    labels, ``share`` percentages. Past a dozen categories the bars lie horizontally. ``mark`` names
+    a category to highlight (the operating point); ``label_values`` writes each bar's value at its end.
     """
     m = _mpl()
     with m.draw_style():
         fig = bar_figure(
-            title, categories, series, x_label=x_label, y_label=y_label, value_axis=value_axis, stacked=stacked
+            title,
+            categories,
+            series,
+            x_label=x_label,
+            y_label=y_label,
+            value_axis=value_axis,
+            stacked=stacked,
+            mark=mark,
+            label_values=label_values,
         )
         return str(m.to_inline_svg(fig, kind=kind, title=title))
 
@@ -230,7 +263,7 @@ def line_figure(
         ax.plot([lo, hi], [lo, hi], ls="--", lw=1, color="#999999", label="_perfect")
     if mark is not None:
         # The operating point: a ring on the curve and a dashed guide down to its x.
-        ax.axvline(mark[0], ls=":", lw=1.2, color="#b6443b")
+        ax.axvline(mark[0], ls=":", lw=1.2, color=m.MARK_COLOR)
         # Named in the legend, not written on the plot, where it would cross the curve.
         ax.plot(
             [mark[0]],
@@ -238,7 +271,7 @@ def line_figure(
             marker="o",
             ms=11,
             mfc="none",
-            mec="#b6443b",
+            mec=m.MARK_COLOR,
             mew=2,
             ls="none",
             clip_on=False,
@@ -309,7 +342,7 @@ def interval_chart(
     with m.draw_style():
         fig, ax = m.new_figure(height=max(2.2, 1.1 + 0.45 * len(rows)))
         for i, (name, value, low, high) in enumerate(rows):
-            color = "#b6443b" if name == mark else m.COLORS[0]
+            color = m.MARK_COLOR if name == mark else m.COLORS[0]
             if low is not None and high is not None:
                 ax.errorbar([value], [i], xerr=[[value - low], [high - value]], fmt="none", ecolor=color, capsize=4)
             ax.plot([value], [i], marker="D" if name == mark else "o", ms=7, color=color, ls="none")

@@ -164,3 +164,25 @@ def test_missing_matplotlib_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> 
 def test_mismatched_series_is_named() -> None:
     with pytest.raises(ValueError, match="series 'b' has 1 values for 2 categories"):
         bar_chart("x", ["a", "b"], {"a": [1, 2], "b": [1]})
+
+
+def test_title_stays_when_a_legend_sits_under_it() -> None:
+    # Lifting the title over the legend once wrote an empty title in its place.
+    svg = bar_chart("Score distribution", ["1", "2"], {"judge": [3, 4], "human": [4, 3]}, kind="scores")
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    assert "Score distribution" in texts and "judge" in texts and "human" in texts
+
+
+def test_marked_bar_and_value_labels() -> None:
+    svg = bar_chart(
+        "Cost per 1,000 items",
+        ["local", "teacher", "cascade"],
+        {"USD": [0.0, 0.1928, 0.0952]},
+        value_axis="money",
+        mark="cascade",
+        label_values=True,
+        kind="cost",
+    )
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    assert {"$0", "$0.19", "$0.095"} <= set(texts), texts  # a zero cost still says so
+    assert svg.count("fill: #b6443b") == 1  # the marked bar alone
