@@ -240,17 +240,21 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
             scale=resolved,
             **options,
         )
-        self.examples = examples
+        self._set_examples(examples)
 
-    @property
-    def examples(self) -> tuple[LabelledExample, ...]:
-        """The labelled examples; setting them rebuilds their index, once."""
-        return self._examples
+    def _set_examples(self, examples: Sequence[LabelledExample | Mapping[str, Any]]) -> None:
+        # ``examples`` stays a public attribute: the judge's fingerprint (store and cache
+        # keys) is its public settings. The index is private and built here, once.
+        self.examples = self._check_examples(examples)
+        self._indexed: tuple[tuple[LabelledExample, ...], _ExampleIndex] = (self.examples, _ExampleIndex(self.examples))
 
-    @examples.setter
-    def examples(self, value: Sequence[LabelledExample | Mapping[str, Any]]) -> None:
-        self._examples = self._check_examples(value)
-        self._index = _ExampleIndex(self._examples) if self._examples else None
+    def _index(self) -> _ExampleIndex:
+        """The index of ``examples``; rebuilt only when they were assigned since."""
+        src, index = self._indexed
+        if src is not self.examples:  # assigned directly: check and index them, once
+            self._set_examples(self.examples)
+            index = self._indexed[1]
+        return index
 
     def _check_examples(self, examples: Sequence[LabelledExample | Mapping[str, Any]]) -> tuple[LabelledExample, ...]:
         out = []
@@ -266,16 +270,17 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
     def with_examples(self, examples: Sequence[LabelledExample | Mapping[str, Any]]) -> SentenceJudge:
         """The same judge with other labelled examples (``()`` for none)."""
         clone = copy.copy(self)
-        clone.examples = examples
+        clone._set_examples(examples)
         return clone
 
     def select_examples(self, item: PointwiseInput) -> list[LabelledExample]:
         """The ``k`` labelled examples most similar to ``item``, most similar first."""
-        if self._index is None or self.k == 0:
+        if not self.examples or self.k == 0:
             return []
         # The verdict is about the answer, so the answer weighs most: on the
         # request alone, a polite and a rude reply to one question look alike.
-        return [self._examples[i] for i in self._index.top(item.instruction, item.response, self.k)]
+        examples, index = self.examples, self._index()
+        return [examples[i] for i in index.top(item.instruction, item.response, self.k)]
 
     def _examples_text(self, item: PointwiseInput) -> str | None:
         chosen = self.select_examples(item)
@@ -295,7 +300,7 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
             "reference": item.reference,
             "context": item.context,
             # Ranking thousands of examples is CPU work: keep it off the event loop.
-            "examples": await to_thread.run_sync(self._examples_text, item) if self._index and self.k else None,
+            "examples": await to_thread.run_sync(self._examples_text, item) if self.examples and self.k else None,
         }
         o = await self._call(backend, fields, self.scale)
         prov = self._provenance(backend, [o], o.status, time.perf_counter() - started)

@@ -160,3 +160,20 @@ def test_held_out_check_matches_brute_force(labelled: list[LabelledExample], see
         # Items with one human verdict: agreement is exactly the share whose closest example agrees.
         assert check.agreement_with == pytest.approx(hits / check.n_held_out, abs=TOL)
     assert check.failed_with == check.failed_without == 0
+
+
+def test_the_examples_stay_part_of_the_judge_fingerprint() -> None:
+    # The store and the call cache key verdicts by the judge's public settings: other
+    # examples are another judge, whether given at construction, by with_examples or assigned.
+    from judgegraph.judges import judge_fingerprint
+
+    backend = ScriptedBackend([])
+    a = create_judge("Is the reply polite?", backend, examples=_examples(3))
+    b = a.with_examples(_examples(4))
+    c = create_judge("Is the reply polite?", backend, examples=_examples(3))
+    assert judge_fingerprint(a, backend) != judge_fingerprint(b, backend)
+    assert judge_fingerprint(a, backend) == judge_fingerprint(c, backend)
+    c.examples = tuple(_examples(4))
+    assert judge_fingerprint(c, backend) == judge_fingerprint(b, backend)
+    item = c.input_model(instruction="question 3", response="reply 3 says thanks number3")
+    assert c.select_examples(item)[0] == _examples(4)[3]  # the assigned examples are the ones ranked
