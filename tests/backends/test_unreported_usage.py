@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from judgegraph import OpenAIBackend, PointwiseJudge
 from judgegraph.backends import TGIBackend
+from judgegraph.cascade import create_cascade_judge
 from judgegraph.jobs import SourceConfig, arun_job
 from judgegraph.judges import EnsembleJudge, create_sampled_judge
 from judgegraph.testing import LoopbackRequest, LoopbackServer, Reply
@@ -31,12 +32,16 @@ class _Server(LoopbackServer):
     (in order of arrival; an empty plan reports usage on every call)."""
 
     def __init__(self) -> None:
-        super().__init__(lambda _req: Reply("Fine. [RESULT] 4"))
+        # The model "cheap" never gives a verdict: a cascade escalates past it.
+        super().__init__(lambda req: Reply("No idea." if req.body.get("model") == "cheap" else "Fine. [RESULT] 4"))
         self.plan: list[bool] = []
+        self.served: list[bool] = []  # whether each call, in order of arrival, reported usage
 
     def _body(self, req: LoopbackRequest, reply: Reply) -> Any:
         body = super()._body(req, reply)
-        if self.plan and not self.plan.pop(0):
+        reported = self.plan.pop(0) if self.plan else True
+        self.served.append(reported)
+        if not reported:
             if isinstance(body, dict) and "usage" in body:  # chat completions
                 body.pop("usage")
             else:  # TGI generate: no prompt tokens in the details
@@ -52,9 +57,9 @@ def server() -> Iterator[_Server]:
         yield s
 
 
-def _backend(server: _Server, kind: str = "openai") -> Any:
+def _backend(server: _Server, kind: str = "openai", model: str = "priced") -> Any:
     if kind == "openai":
-        return OpenAIBackend("priced", base_url=server.url + "/v1", api_key="x", structured_output=False, pricing=PRICE)
+        return OpenAIBackend(model, base_url=server.url + "/v1", api_key="x", structured_output=False, pricing=PRICE)
     mode: Any = "chat" if kind == "tgi-chat" else "generate"
     return TGIBackend(server.url, mode=mode, structured_output=False, pricing=PRICE)
 
@@ -85,7 +90,7 @@ async def test_a_job_with_one_call_without_usage_has_an_unknown_total(server: _S
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    shape=st.sampled_from(["single", "sampled", "jury"]),
+    shape=st.sampled_from(["single", "sampled", "jury", "cascade"]),
     kinds=st.lists(st.sampled_from(["openai", "tgi-chat", "tgi-generate"]), min_size=5, max_size=5),
     reports=st.lists(st.booleans(), min_size=1, max_size=5),
 )
@@ -103,6 +108,9 @@ def test_cost_is_known_iff_every_call_reported_usage(
             judge = create_sampled_judge(judge, k=len(reports))
         elif shape == "jury":  # of mixed backends
             judge = EnsembleJudge([PointwiseJudge(b, name=f"m{i}") for i, b in enumerate(backends)])
+        elif shape == "cascade":  # a tier that fails (with its repair calls), then one that decides
+            backends.append(_backend(server, "openai", model="cheap"))
+            judge = create_cascade_judge([PointwiseJudge(backends[-1]), judge])
         try:
             return await judge.ajudge(ITEM)
         finally:
@@ -110,19 +118,21 @@ def test_cost_is_known_iff_every_call_reported_usage(
                 if hasattr(b, "aclose"):
                     await b.aclose()
 
-    server.plan = list(reports)
+    server.plan, server.served = list(reports), []
     v = asyncio.run(judged())
-    assert not server.plan  # one call per planned answer
+    served = server.served  # a cascade makes as many calls as it needs: judge by the calls made
     prov = v.provenance
-    assert prov is not None
-    if all(reports):
+    assert prov is not None and served
+    if shape == "cascade":
+        assert [t.decided for t in v.tiers] == [False, True]  # both tiers' calls are behind its cost
+    if all(served):
         # Priced from the reported tokens; the sum over calls and the price of the summed
         # tokens differ only by float rounding (a few ulps of cents).
         assert prov.cost_usd == pytest.approx(PRICE.cost(prov.usage), rel=1e-9)
         assert prov.usage.unreported == 0
     else:
         assert prov.cost_usd is None
-        assert prov.usage.unreported == reports.count(False)
+        assert prov.usage.unreported == served.count(False)
     for part in list(getattr(v, "members", ())) + list(getattr(v, "samples", ()) or ()):
         cost = getattr(part, "cost_usd", None)
         assert cost is None or cost > 0  # a member's own cost is never a silent $0.00
