@@ -147,6 +147,7 @@ class StoredRow:
 
 # ------------------------------------------------------------ reading rows back
 
+UNREADABLE = "stored row unreadable; not in any figure"
 _Pair = Literal["A", "B", "tie"]
 _STATUSES = ("ok", "unparsed", "error")
 
@@ -200,7 +201,7 @@ def _json(column: str, raw: Any) -> Any:
     try:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise _Unreadable(f"{column} is not valid JSON ({exc.msg} at char {exc.pos})") from None
+        raise _Unreadable(f"{column} is not JSON ({exc.msg} at char {exc.pos})") from None
 
 
 def _text(column: str, raw: Any) -> str | None:
@@ -277,7 +278,8 @@ def read_row(r: tuple[Any, ...], *, store: Path, run_id: str, kind: str) -> Stor
             input=inp,
         )
     except _Unreadable as exc:
-        why = f"stored row not readable ({exc}): store {store}, run {run_id!r}, file {file} row {row}, item {item_id!r}"
+        # A fixed opening, so a report that groups problems by their first words groups these together.
+        why = f"{UNREADABLE}: {exc} (store {store}, run {run_id!r}, file {file} row {row}, item {item_id!r})"
         return StoredRow(
             file=file,
             row=row,

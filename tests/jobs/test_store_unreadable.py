@@ -72,7 +72,7 @@ def test_report_with_a_torn_result_renders_the_rest_and_names_the_row(template_s
     summary = json.loads((out / "summary.json").read_text())
     assert summary["counts"]["unreadable"] == 1 and summary["counts"]["ok"] == N - 1
     assert summary["counts"]["rows"] == N
-    (problem,) = [p for p in summary["problems"] if "not readable" in p["reason"]]
+    (problem,) = [p for p in summary["problems"] if "stored row unreadable" in p["reason"]]
     for part in (str(db), repr(RUN), "row 3", "item-3", "result"):
         assert part in problem["reason"]
     assert summary["n_labeled"] == N - 1  # the good rows are all in the figures
@@ -182,4 +182,4 @@ def test_no_corruption_raises_a_raw_decode_error_and_every_bad_row_is_named(
             assert isinstance(r.prompt_tokens, int) and isinstance(r.completion_tokens, int)
     assert counts.get("unreadable", 0) == len(bad) and counts["rows"] == N
     assert report.counts == counts
-    assert sum(1 for p in report.problems if "not readable" in p["reason"]) == len(bad)
+    assert sum(1 for p in report.problems if "stored row unreadable" in p["reason"]) == len(bad)
