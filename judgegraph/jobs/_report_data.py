@@ -171,6 +171,8 @@ class _Acc:
         where = f"row {r.row}" if r.file == 0 else f"file {r.file} row {r.row}"
         if r.problem:
             self._problem(where, "invalid" if r.item_hash is None else "warning", r.problem)
+        if r.unreadable is not None:
+            self.priced = False  # its cost cannot be read: the total is unknown, not understated
         if r.item_hash is None or r.status is None:
             return
         cat = r.category or "(none)"

@@ -76,6 +76,7 @@ def test_report_with_a_torn_result_renders_the_rest_and_names_the_row(template_s
     for part in (str(db), repr(RUN), "row 3", "item-3", "result"):
         assert part in problem["reason"]
     assert summary["n_labeled"] == N - 1  # the good rows are all in the figures
+    assert summary["cost_usd"] is None  # the torn row's cost is unknown: the total is too, not understated
     assert (out / "report.html").exists()
 
 
@@ -183,3 +184,4 @@ def test_no_corruption_raises_a_raw_decode_error_and_every_bad_row_is_named(
     assert counts.get("unreadable", 0) == len(bad) and counts["rows"] == N
     assert report.counts == counts
     assert sum(1 for p in report.problems if "stored row unreadable" in p["reason"]) == len(bad)
+    assert (report.cost_usd is None) == bool(bad)  # the run is priced: only an unreadable row unprices it
