@@ -25,10 +25,9 @@ matches. Its rationale says what matched or the first thing that did not.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Literal
 
 from judgegraph.types import Message, PointwiseScore, Provenance, Status, ToolCall
@@ -83,11 +82,45 @@ class _Matcher:
                 raise ValueError(f"args_overrides[{tool!r}] must be an args mode or a list of keys, got {mode!r}")
         self._default = _args_matcher(args)
         self._per_tool = {tool: _args_matcher(mode) for tool, mode in overrides.items()}
+        self._exact = {tool for tool, mode in overrides.items() if mode == "exact"}
+        self._loose = {tool for tool, mode in overrides.items() if mode != "exact"}
+        self._default_exact = args == "exact"
+
+    def exact(self, tool: str) -> bool:
+        """Whether ``tool``'s calls match only on equal arguments (so only calls with equal keys can match)."""
+        return tool in self._exact or (self._default_exact and tool not in self._loose)
 
     def __call__(self, out: ToolCall, ref: ToolCall) -> bool:
         if out.name != ref.name or (out.error is not None) != (ref.error is not None):
             return False
         return self._per_tool.get(ref.name, self._default)(out.args, ref.args)
+
+
+class _NotJson(Exception):
+    pass
+
+
+def _json_key(value: Any) -> Hashable:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        return ("number", float(value))
+    if isinstance(value, list | tuple):
+        return ("list", tuple(_json_key(v) for v in value))
+    if isinstance(value, Mapping):
+        return ("dict", frozenset((_json_key(k), _json_key(v)) for k, v in value.items()))
+    raise _NotJson
+
+
+def _key(value: Any) -> Hashable | None:
+    """A hashable stand-in for a JSON-like value, equal for any two values
+    that compare equal (``1``, ``1.0`` and ``True`` share one; a list and a
+    tuple too): only a filter, equality is still checked. None when the
+    value is not JSON-like (then it is compared with everything)."""
+    try:
+        return ("json", _json_key(value))
+    except (_NotJson, OverflowError, RecursionError):  # an int past float range, nesting past the stack
+        return None
 
 
 def _groups(calls: Sequence[ToolCall]) -> tuple[list[ToolCall], list[list[int]]]:
@@ -97,14 +130,10 @@ def _groups(calls: Sequence[ToolCall]) -> tuple[list[ToolCall], list[list[int]]]
     thousand times is one node of the matching, not a thousand."""
     reps: list[ToolCall] = []
     members: list[list[int]] = []
-    buckets: dict[tuple[str, str | None, str], list[int]] = {}
+    buckets: dict[tuple[str, str | None, Hashable], list[int]] = {}
     for i, call in enumerate(calls):
-        try:
-            text = json.dumps(call.args, sort_keys=True, default=repr)
-        except (TypeError, ValueError):  # keys that do not sort, cycles: compared below by equality
-            text = ""
-        bucket = buckets.setdefault((call.name, call.error, text), [])
-        # The text only narrows the search: equal text with unequal arguments stays apart.
+        bucket = buckets.setdefault((call.name, call.error, _key(call.args)), [])
+        # The key only narrows the search: equal keys with unequal arguments stay apart.
         found = next((g for g in bucket if reps[g].args == call.args), None)
         if found is None:
             found = len(reps)
@@ -192,11 +221,21 @@ def _matched(run: Sequence[ToolCall], ref: Sequence[ToolCall], same: _Matcher) -
     flow = _Flow(t + 1)
     sources = [flow.edge(s, 1 + g, len(out_members[g])) for g in range(n_out)]
     sinks = [flow.edge(1 + n_out + h, t, len(ref_members[h])) for h in range(n_ref)]
+    # Which reference groups each run group is compared with: those of its
+    # tool; for a tool matched on exact arguments, only those with an equal
+    # key (and any whose arguments have none), so distinct calls cost no
+    # comparisons with each other.
     by_name: dict[str, list[int]] = {}
+    by_key: dict[tuple[str, Hashable], list[int]] = {}
+    unkeyed: dict[str, list[int]] = {}
     for h, r in enumerate(ref_reps):
         by_name.setdefault(r.name, []).append(h)
+        key = _key(r.args)
+        (by_key.setdefault((r.name, key), []) if key is not None else unkeyed.setdefault(r.name, [])).append(h)
     for g, c in enumerate(out_reps):
-        for h in by_name.get(c.name, ()):
+        key = _key(c.args) if same.exact(c.name) else None
+        found = by_name.get(c.name, []) if key is None else [*by_key.get((c.name, key), ()), *unkeyed.get(c.name, ())]
+        for h in found:
             if same(c, ref_reps[h]):
                 flow.edge(1 + g, 1 + n_out + h, min(len(out_members[g]), len(ref_members[h])))
     flow.run(s, t)

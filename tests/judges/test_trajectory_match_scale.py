@@ -10,6 +10,7 @@ every mode and argument mode, and a long run completes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 from functools import cache
 from typing import Any
 
@@ -40,21 +41,42 @@ async def test_two_thousand_repeated_calls_are_matched_without_recursion() -> No
         assert ok is (mode == "subset"), why
     ok, why = match_trajectory(_run(same), _run(same[:1999]), mode="unordered")
     assert not ok and why.count("search(") == 1  # the one extra call, named once
+    # Two thousand distinct calls, matched on exact arguments, in reverse order.
+    distinct = [ToolCall(name="search", args={"q": i, "page": [i, {"n": 1.0}]}) for i in range(2000)]
+    ok, why = match_trajectory(_run(distinct), _run(distinct[::-1]), mode="unordered")
+    assert ok, why
 
 
 # ---------------------------------------------------------------- the class
 
-_ARGS = st.dictionaries(st.sampled_from(["q", "lang", "n"]), st.sampled_from([0, 1, "a"]), max_size=2)
+_VALUES = st.sampled_from([0, 1, "a", [1], {"k": 1.0}])
+_ARGS = st.dictionaries(st.sampled_from(["q", "lang", "n"]), _VALUES, max_size=2)
 _CALL = st.builds(
     ToolCall,
     name=st.sampled_from(["search", "fetch"]),
     args=_ARGS,
     error=st.sampled_from([None, None, None, "arguments are not valid JSON: '{'"]),
 )
+# Values equal to 0 and 1 in other types (Decimal is not JSON at all).
+_EQUALS: dict[int, list[Any]] = {0: [0.0, False, Decimal(0)], 1: [1.0, True, Decimal(1)]}
+
+
+@st.composite
+def _palette(draw: st.DrawFn) -> list[ToolCall]:
+    """Two calls and their twins: the same call with its numbers written in
+    other types (``1``, ``1.0``, ``True``, ``Decimal(1)``), which compare equal."""
+    base = draw(st.lists(_CALL, min_size=2, max_size=2))
+
+    def twin(v: Any) -> Any:
+        return draw(st.sampled_from(_EQUALS[v])) if type(v) is int else v
+
+    return [*base, *(c.model_copy(update={"args": {k: twin(v) for k, v in c.args.items()}}) for c in base)]
+
+
 # Few distinct calls, drawn with repeats, so identical calls are common.
 _CALLS = st.lists(st.sampled_from([0, 1, 2, 3]), max_size=7)
-_PALETTE = st.lists(_CALL, min_size=4, max_size=4)
-_ARGS_MODES = st.sampled_from(["exact", "ignore", "subset", "superset"])
+_PALETTE = _palette()
+_ARGS_MODES = st.sampled_from(["exact", "exact", "ignore", "subset", "superset"])  # exact is the default
 _OVERRIDES = st.one_of(
     st.just({}),
     st.fixed_dictionaries({"search": st.one_of(_ARGS_MODES, st.lists(st.sampled_from(["q", "lang"]), max_size=2))}),
@@ -95,23 +117,33 @@ def _brute_force(out: Sequence[ToolCall], ref: Sequence[ToolCall], args: str, ov
     return best(0, frozenset())
 
 
+def _reference_for(run_ix: list[int]) -> st.SearchStrategy[list[int]]:
+    """A reference: drawn on its own, or the run's calls with some swapped
+    for their twins, reordered or cut short (the near misses a matcher gets wrong)."""
+    twinned = st.lists(st.booleans(), min_size=len(run_ix), max_size=len(run_ix)).map(
+        lambda flips: [i ^ 2 if f else i for i, f in zip(run_ix, flips, strict=True)]
+    )
+    return st.one_of(_CALLS, twinned, twinned.map(lambda xs: xs[::-1]), twinned.map(lambda xs: xs[1:]))
+
+
 @settings(max_examples=100)
 @given(
     palette=_PALETTE,
     run_ix=_CALLS,
-    ref_ix=_CALLS,
     args=_ARGS_MODES,
     overrides=_OVERRIDES,
     per_step=st.integers(1, 3),
+    data=st.data(),
 )
 def test_matching_agrees_with_brute_force_in_every_mode(
     palette: list[ToolCall],
     run_ix: list[int],
-    ref_ix: list[int],
     args: str,
     overrides: dict[str, Any],
     per_step: int,
+    data: st.DataObject,
 ) -> None:
+    ref_ix = data.draw(_reference_for(run_ix), label="reference")
     out = [palette[i] for i in run_ix]
     ref = [palette[i] for i in ref_ix]
     matched = _brute_force(out, ref, args, overrides)
@@ -139,3 +171,21 @@ def test_matching_agrees_with_brute_force_in_every_mode(
                 missing if mode in ("unordered", "superset") else 0
             )
             assert named == counted, (mode, why)
+
+
+@settings(max_examples=60)
+@given(
+    values=st.lists(st.tuples(st.sampled_from(["q", "n"]), st.sampled_from([0, 1]), st.integers(0, 2)), max_size=6),
+    data=st.data(),
+)
+def test_equal_arguments_in_other_types_match_exactly(values: list[tuple[str, int, int]], data: st.DataObject) -> None:
+    """``{"q": 1}`` and ``{"q": True}``, ``1.0`` or ``Decimal(1)`` are equal
+    arguments: in exact mode each run call finds its twin, in any order."""
+    run = [ToolCall(name="search", args={key: v, "page": page}) for key, v, page in values]
+    twins = [
+        c.model_copy(update={"args": {k: data.draw(st.sampled_from(_EQUALS.get(a, [a]))) for k, a in c.args.items()}})
+        for c in run
+    ]
+    ref = data.draw(st.permutations(twins))
+    ok, why = match_trajectory(_run(run), _run(ref), mode="unordered")
+    assert ok, why
