@@ -95,6 +95,7 @@ def tokenize(text: str) -> list[str]:
 @dataclass
 class _Stats:
     calls: Counter[str] = field(default_factory=Counter)
+    connections: int = 0  # TCP connections accepted: keep-alive reuse shows as fewer than calls
 
 
 class LoopbackServer:
@@ -164,6 +165,7 @@ class LoopbackServer:
     # ------------------------------------------------------------ HTTP
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.stats.connections += 1
         try:
             while True:
                 line = await reader.readline()

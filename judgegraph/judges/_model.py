@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import inspect
+import os
+import threading
 import time
 import typing
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
@@ -367,10 +371,45 @@ def price_rest(pricing: Pricing | None, usage: Usage, known_cost: float, known: 
     return known_cost + pricing.cost(rest)
 
 
+# Model ids a context names are resolved once and reused (a backend holds
+# its HTTP client and connection pool); a new backend per call would open
+# connections per call until the collector closed them. Keyed by what the
+# resolution reads from the environment too, so a changed key or server is
+# a new backend. Bounded: a caller naming many models keeps only the last few.
+_RESOLVED_MAX = 16
+_shared_backends: OrderedDict[tuple[str, str], Backend] = OrderedDict()
+_shared_lock = threading.Lock()
+
+
+def _environment_digest() -> str:
+    read = sorted((k, v) for k, v in os.environ.items() if any(w in k.upper() for w in ("KEY", "URL", "BASE")))
+    return hashlib.sha256(repr(read).encode()).hexdigest()
+
+
+def resolve_shared(spec: str) -> Backend:
+    """:func:`~judgegraph.backends.resolve_model` for ``spec``, the same
+    backend object for as long as it is among the last ``_RESOLVED_MAX``
+    ids resolved and the environment it read is unchanged."""
+    key = (spec, _environment_digest())
+    with _shared_lock:
+        found = _shared_backends.pop(key, None)
+        if found is not None:
+            _shared_backends[key] = found
+            return found
+    made = resolve_model(spec)  # outside the lock: a LangChain model may take a while to build
+    with _shared_lock:
+        made = _shared_backends.setdefault(key, made)
+        _shared_backends.move_to_end(key)
+        while len(_shared_backends) > _RESOLVED_MAX:
+            _shared_backends.popitem(last=False)
+    return made
+
+
 def _as_backend(obj: Any) -> Backend:
-    """A backend as is; a model id resolved; a LangChain chat model wrapped (once per model)."""
+    """A backend as is; a model id resolved (once, see :func:`resolve_shared`);
+    a LangChain chat model wrapped (once per model)."""
     if isinstance(obj, str):
-        return resolve_model(obj)
+        return resolve_shared(obj)
     if hasattr(obj, "generate") and hasattr(obj, "capabilities"):
         return obj  # type: ignore[no-any-return]
     from judgegraph.backends import as_backend

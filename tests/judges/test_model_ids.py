@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from judgegraph import PairwiseJudge, PointwiseJudge, ScriptedBackend, Status, from_context, resolve_model
 from judgegraph.backends import OpenAIBackend, TGIBackend
@@ -97,3 +99,51 @@ def test_a_graph_given_a_string_judge_fails_at_build() -> None:
         create_pointwise_graph(judge="judge")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r'from_context\("turns"\)'):
         create_multiturn_graph(turn_policy="min", turn_judge="turns")  # type: ignore[arg-type]
+
+
+@settings(max_examples=25)
+@given(names=st.lists(st.integers(0, 20), min_size=1, max_size=40))
+def test_a_model_id_in_the_context_is_one_backend_while_recently_used(names: list[int]) -> None:
+    """A context naming a model id per call (a LangGraph app's usual way)
+    reuses one backend, and its connections, per id; many ids keep a bounded
+    number. Nothing is called: resolution alone is what is checked."""
+    from judgegraph.judges import _model
+
+    judge = PointwiseJudge(from_context("model"))
+    recent: list[str] = []
+    objects: dict[str, object] = {}
+    for n in names:
+        spec = f"vllm:judge-{n}@http://127.0.0.1:9/v1"
+        got = judge.resolve_backend(None, {"model": spec})
+        assert judge.resolve_backend(None, {"model": spec}) is got
+        assert isinstance(got, OpenAIBackend) and got.model == f"judge-{n}"
+        if spec in recent[-_model._RESOLVED_MAX :]:  # still among the kept: the very same backend
+            assert got is objects[spec]
+        objects[spec] = got
+        recent = [s for s in recent if s != spec] + [spec]
+    assert len(_model._shared_backends) <= _model._RESOLVED_MAX
+
+
+def test_a_changed_key_or_server_in_the_environment_is_a_new_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    judge = PointwiseJudge(from_context("model"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-one")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    first = judge.resolve_backend(None, {"model": "openai:gpt-4o"})
+    assert judge.resolve_backend(None, {"model": "openai:gpt-4o"}) is first
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-two")
+    assert judge.resolve_backend(None, {"model": "openai:gpt-4o"}) is not first
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:10/v1")
+    moved = judge.resolve_backend(None, {"model": "openai:gpt-4o"})
+    assert isinstance(moved, OpenAIBackend) and "127.0.0.1:10" in str(moved.identity().get("server"))
+
+
+async def test_calls_through_one_model_id_share_the_servers_connections() -> None:
+    responder, seen = recording()
+    with LoopbackServer(responder) as server:
+        judge = PointwiseJudge(from_context("model"))
+        ctx = {"model": f"vllm:judge@{server.url}/v1"}
+        for _ in range(5):
+            assert (await judge.ajudge(ITEM, context=ctx)).status is Status.OK
+        # One backend: five calls over the one keep-alive connection its client pools.
+        assert server.stats.connections == 1, server.stats
+    assert len(seen) == 5
