@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgegraph.reporting import RENDER_CHECK_JS, REPORT_CSS, bar_chart, line_chart
+from judgegraph.reporting import RENDER_CHECK_JS, REPORT_CSS, bar_chart, line_chart, money
 
 from ._records import FlywheelState, RoundRecord
 
@@ -141,7 +141,8 @@ def _pct(x: float | None) -> str:
 
 
 def _usd(x: float | None) -> str:
-    return "unpriced" if x is None else f"${x:.4f}"
+    # Two significant figures however small: a fixed $x.4f wrote a $0.00002 round as $0.0000.
+    return "unpriced" if x is None else money(x)
 
 
 def _thr(x: float | None) -> str:

@@ -419,8 +419,9 @@ def render_markdown(d: ReportData) -> str:
             "|---|---|---|---|",
         ]
         for p in d.cascade["points"]:
+            usd = "unpriced" if p["cost_per_item"] is None else money(p["cost_per_item"])
             lines.append(
-                f"| {_pct(p['escalated_share'])} | {_num(p['cost_per_item'], 6)} | {_pct(p['accuracy'])} "
+                f"| {_pct(p['escalated_share'])} | {usd} | {_pct(p['accuracy'])} "
                 f"| {'this run' if p['actual'] else ''} |"
             )
     if d.problem_kinds:

@@ -205,7 +205,12 @@ def heatmap(
         for rotate in (False, True):
             fig, ax = m.new_figure(height=max(m.HEIGHT_IN, 1.4 + 0.3 * len(rows)))
             top = max([c for r in counts for c in r] + [1])
-            ax.imshow([[float(c) for c in r] for r in counts], cmap="Blues", vmin=0, vmax=top, aspect="auto")
+            # Cells as vector paths (imshow would embed a PNG), first row on top.
+            edges_x = [j - 0.5 for j in range(len(cols) + 1)]
+            edges_y = [i - 0.5 for i in range(len(rows) + 1)]
+            grid = [[float(c) for c in r] for r in counts]
+            ax.pcolormesh(edges_x, edges_y, grid, cmap="Blues", vmin=0, vmax=top, edgecolors="white", linewidth=1)
+            ax.set_ylim(len(rows) - 0.5, -0.5)
             ax.grid(False)
             for i, r in enumerate(counts):
                 for j, c in enumerate(r):

@@ -156,6 +156,10 @@ async def test_report_files_and_browser_render(tmp_path: Path, loopback: Any) ->
     md = paths["markdown"].read_text()
     assert f"| accuracy ({N - 1} of {N} labelled rows with a verdict) | 100.0% |" in md
     assert "## Cascade" in md and "## Confusion matrix" in md
+    usd = re.findall(r"^\| [\d.]+% \| ([^|]+) \|", md, flags=re.M)  # the cascade table's USD/item column
+    assert usd and all(re.fullmatch(r"\$\d+\.\d+", u) or u == "$0" for u in usd), usd
+    refs = re.findall(r'(?:src|href)="([^"]*)"', html)
+    assert all(r.startswith("#") for r in refs), refs  # nothing outside the file is fetched
     # Rates say what they are a share of: the pairs with both orders read, the labelled rows with a verdict.
     assert f"position consistency ({N - 1} of {N - 1} items with both orders read; 1 of {N} judged rows" in html
     assert f"accuracy ({N - 1} of {N} labelled rows with a verdict)" in html

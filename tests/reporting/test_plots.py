@@ -122,6 +122,7 @@ def test_heatmap_with_many_columns_has_no_overlap_and_counts() -> None:
     counts = [[(i + j) % 4 for j in range(len(cols))] for i in range(len(rows))]
     svg = heatmap("Confusion", rows, cols, counts, row_label="human", col_label="judge", kind="confusion")
     assert ticks(svg, "x") == cols
+    assert "data:" not in svg and "<image" not in svg  # vector cells, no embedded bitmap
 
 
 def test_svg_inlines_into_one_offline_page() -> None:
