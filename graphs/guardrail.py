@@ -148,9 +148,18 @@ def create_guardrail_graph(
     that reads ``answer`` and ``feedback`` and returns a new ``answer``;
     without one, an answer below the threshold is blocked. Each round is
     two graph steps: raise ``recursion_limit`` above 25 for more than about
-    ten rounds.
+    ten rounds. ``cache_policy`` is refused: a ValueError says why.
     """
     check_spec(judge, graph="guardrail")
+    if cache_policy is not None:
+        # The node's output is a decision, not only a verdict: it depends on
+        # the threshold, the policy and whether the judge answered in time,
+        # and LangGraph would cache an outage's decision as readily as a verdict.
+        raise ValueError(
+            "cache_policy: a guardrail's decision depends on its threshold, its fail_policy and on the judge "
+            "answering in time, and LangGraph's node cache would replay an outage's decision; cache the "
+            "judge's model calls with judgegraph.backends.CachedBackend, which stores only usable answers"
+        )
     if timeout_s <= 0:
         raise ValueError("timeout_s must be positive")
     if max_revisions < 0:
@@ -256,7 +265,7 @@ def create_guardrail_graph(
         input_schema=GuardrailGraphInput,
         output_schema=GuardrailGraphOutput,
     )
-    builder.add_node("judge", graph_node(judge_answer), cache_policy=cache_policy)
+    builder.add_node("judge", graph_node(judge_answer))
     builder.add_edge(START, "judge")
     if reviser is not None:
         builder.add_node("reviser", reviser)

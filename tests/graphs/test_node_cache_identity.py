@@ -142,3 +142,11 @@ def test_node_identity_changes_with_every_setting_that_can_change_a_verdict(
         return _judge(servers[opts["server"]], opts["model"], **rest)
 
     assert (node_identity(build(a)) == node_identity(build(b))) == (a == b)
+
+
+def test_a_guardrail_refuses_a_node_cache_that_would_replay_an_outage(servers: list[LoopbackServer]) -> None:
+    from judgegraph.graphs import create_guardrail_graph
+
+    with pytest.raises(ValueError, match="cache_policy: a guardrail's decision"):
+        create_guardrail_graph(fail_policy="closed", threshold=3, judge=_judge(servers[0]), cache_policy=CachePolicy())
+    create_guardrail_graph(fail_policy="closed", threshold=3, judge=_judge(servers[0]))  # builds without one
