@@ -48,6 +48,7 @@ def _not_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CI", raising=False)
 
 
+@pytest.mark.timing  # a loopback judge server
 def test_a_bad_rubric_and_an_off_scale_threshold_are_named_and_stay_in_the_table(
     pytester: pytest.Pytester, server: LoopbackServer
 ) -> None:
