@@ -106,7 +106,11 @@ class Pricing(FrozenModel):
     input_per_mtok: float = Field(ge=0)
     output_per_mtok: float = Field(ge=0)
 
-    def cost(self, usage: Usage) -> float:
+    def cost(self, usage: Usage) -> float | None:
+        """What ``usage`` cost; None (unknown, never zero) when any call in it
+        reported no usage, so every caller that prices tokens keeps that rule."""
+        if usage.unreported:
+            return None
         return (usage.prompt_tokens * self.input_per_mtok + usage.completion_tokens * self.output_per_mtok) / 1e6
 
 

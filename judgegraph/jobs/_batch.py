@@ -366,9 +366,8 @@ async def aestimate_batch_job(
         c = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
         prompt, completion = prompt + p, completion + c
         pricing = prices.get(str(body.get("model")))
-        live = (
-            live + pricing.cost(Usage(prompt_tokens=p, completion_tokens=c)) if pricing and live is not None else None
-        )
+        priced = pricing.cost(Usage(prompt_tokens=p, completion_tokens=c)) if pricing else None
+        live = live + priced if live is not None and priced is not None else None
     if not book.pending and not any(b.pricing for b in backends if batched(b)):
         live = None
     return BatchEstimate(

@@ -368,7 +368,8 @@ def price_rest(pricing: Pricing | None, usage: Usage, known_cost: float, known: 
     )
     if pricing is None:
         return known_cost if known != Usage() and rest == Usage() else None
-    return known_cost + pricing.cost(rest)
+    rest_cost = pricing.cost(rest)
+    return None if rest_cost is None else known_cost + rest_cost
 
 
 # Model ids a context names are resolved once and reused (a backend holds

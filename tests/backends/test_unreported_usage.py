@@ -136,3 +136,27 @@ def test_cost_is_known_iff_every_call_reported_usage(
     for part in list(getattr(v, "members", ())) + list(getattr(v, "samples", ()) or ()):
         cost = getattr(part, "cost_usd", None)
         assert cost is None or cost > 0  # a member's own cost is never a silent $0.00
+
+
+@settings(max_examples=60)
+@given(
+    prompt=st.integers(0, 10**7),
+    completion=st.integers(0, 10**7),
+    unreported=st.integers(0, 3),
+    price_in=st.floats(0, 100),
+    price_out=st.floats(0, 100),
+)
+def test_pricing_tokens_some_call_did_not_report_is_unknown_everywhere(
+    prompt: int, completion: int, unreported: int, price_in: float, price_out: float
+) -> None:
+    """The rule lives in ``Pricing.cost`` itself, so every caller (live calls,
+    batch repairs, estimates, quickstart) keeps it: unknown, never a partial sum."""
+    from judgegraph.types import Pricing, Usage
+
+    usage = Usage(prompt_tokens=prompt, completion_tokens=completion, unreported=unreported)
+    cost = Pricing(input_per_mtok=price_in, output_per_mtok=price_out).cost(usage)
+    if unreported:
+        assert cost is None
+    else:
+        # Computed the same way: no tolerance needed beyond float equality.
+        assert cost == (prompt * price_in + completion * price_out) / 1e6
