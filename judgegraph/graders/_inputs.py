@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from pydantic import Field, model_validator
 
+from judgegraph._json import loads_unique
 from judgegraph.types import FrozenModel, Provenance, Status
 
 __all__ = ["GraderInput", "GraderResult", "GraderSample"]
@@ -16,7 +16,9 @@ __all__ = ["GraderInput", "GraderResult", "GraderSample"]
 class GraderSample(FrozenModel):
     """The model output being graded: ``{{sample.output_text}}``, and
     ``{{sample.output_json.…}}`` (filled from the text when it is JSON, as
-    OpenAI's grader runs do)."""
+    OpenAI's grader runs do). Text whose JSON gives a key twice is ambiguous
+    and fills no ``output_json``, so a reference into it fails rather than
+    reading whichever copy came last."""
 
     output_text: str
     output_json: Any = None
@@ -25,7 +27,7 @@ class GraderSample(FrozenModel):
     def _json_from_text(self) -> GraderSample:
         if self.output_json is None:
             try:
-                parsed = json.loads(self.output_text)
+                parsed = loads_unique(self.output_text)
             except ValueError:
                 return self
             object.__setattr__(self, "output_json", parsed)

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from judgegraph import JudgeInputError
 from judgegraph.graders import (
@@ -152,3 +154,32 @@ def test_a_row_missing_a_reference_fails_alone_in_a_batch() -> None:
     assert isinstance(missing, JudgeInputError) and "item 1: item.label" in str(missing)
     assert not isinstance(first, JudgeInputError) and not isinstance(third, JudgeInputError)
     assert (first.passed, third.passed) == (True, False)
+
+
+async def test_a_sample_whose_json_gives_a_key_twice_fills_no_output_json() -> None:
+    """``{"city": "Rome", "city": "Paris"}`` says two things: a grader that
+    refers into it fails naming the reference, never grading the last copy."""
+    grader = create_grader({**STRING_CHECK, "input": "{{sample.output_json.answer.city}}", "reference": "Paris"})
+    twice = '{"answer": {"city": "Rome", "city": "Paris"}}'
+    assert GraderInput.model_validate({"sample": {"output_text": twice}}).sample.output_json is None
+    with pytest.raises(JudgeInputError, match=r"sample\.output_json"):
+        await grader.ajudge({"item": {}, "sample": {"output_text": twice}})
+
+
+@given(
+    keys=st.lists(st.text(min_size=1, max_size=4), min_size=1, max_size=4, unique=True),
+    depth=st.integers(0, 3),
+    dup=st.integers(0, 3),
+)
+def test_output_json_is_filled_exactly_when_no_object_repeats_a_key(keys: list[str], depth: int, dup: int) -> None:
+    obj = ", ".join(f"{json.dumps(k)}: {n}" for n, k in enumerate(keys))
+    repeated = dup < len(keys)
+    if repeated:
+        obj += f", {json.dumps(keys[dup])}: 99"
+    text = "{" + obj + "}"
+    for _ in range(depth):
+        text = '{"wrap": [' + text + "]}"
+    got = GraderInput.model_validate({"sample": {"output_text": text}}).sample.output_json
+    assert (got is None) == repeated
+    if not repeated:
+        assert got == json.loads(text)
