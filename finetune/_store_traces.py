@@ -120,6 +120,9 @@ def traces_from_store(
         for row in store.rows(rid, with_input=True):
             counts["rows"] += 1
             where = f"file {row.file} row {row.row}" + (f" (id {row.item_id})" if row.item_id else "")
+            if row.unreadable is not None:  # a torn or corrupt stored row: counted and named, never exported
+                skip("unreadable", where, row.unreadable)
+                continue
             if row.input is None:
                 skip("invalid_input")
                 continue

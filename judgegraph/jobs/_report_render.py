@@ -264,6 +264,7 @@ def _headline(d: ReportData) -> list[tuple[str, str]]:
         ("error", f"{d.counts.get('error', 0):,}"),
         ("invalid input", f"{d.counts.get('invalid', 0):,}"),
         ("pending", f"{d.counts.get('pending', 0):,}"),
+        *([("unreadable stored rows", f"{d.counts['unreadable']:,}")] if d.counts.get("unreadable") else []),
         ("cost", "unpriced" if d.cost_usd is None else f"${d.cost_usd:,.4f}"),
         ("tokens", f"{d.tokens['prompt'] + d.tokens['completion']:,}"),
     ]

@@ -18,6 +18,8 @@ def _stored_results(store: Any, run_id: str) -> tuple[dict[str, PairwiseVerdict]
     results: dict[str, PairwiseVerdict] = {}
     labels: dict[str, str] = {}
     for r in store.rows(run_id):
+        if r.unreadable is not None:
+            raise RuntimeError(f"run {run_id}: {r.unreadable}")
         if r.item_hash is None or r.result is None:
             raise RuntimeError(f"run {run_id}: row {r.row} has no stored result")
         results[r.item_hash] = PairwiseVerdict.model_validate(r.result)

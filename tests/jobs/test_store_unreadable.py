@@ -77,7 +77,25 @@ def test_report_with_a_torn_result_renders_the_rest_and_names_the_row(template_s
         assert part in problem["reason"]
     assert summary["n_labeled"] == N - 1  # the good rows are all in the figures
     assert summary["cost_usd"] is None  # the torn row's cost is unknown: the total is too, not understated
-    assert (out / "report.html").exists()
+    html = (out / "report.html").read_text()
+    assert "unreadable stored rows" in html  # a headline tile, beside ok, unparsed and error
+
+
+@pytest.mark.parametrize("labels", ["human", "judge"])
+def test_a_torn_row_is_named_and_never_exported_as_training_data(
+    template_store: Path, tmp_path: Path, labels: str
+) -> None:
+    from judgegraph.finetune import traces_from_store
+
+    db = tmp_path / "runs.db"
+    shutil.copy(template_store, db)
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE results SET result=substr(result, 1, 17) WHERE item_hash=?", (_item_hash(db, 3),))
+    export = traces_from_store(db, labels=labels)  # type: ignore[arg-type]
+    assert export.counts["unreadable"] == 1 and export.counts["exported"] == N - 1, export.counts
+    assert "item-3" not in {t.id for t in export.traces}
+    (named,) = [p for p in export.problems if "stored row unreadable" in p]
+    assert "row 3" in named and str(db) in named
 
 
 def test_a_corrupt_run_spec_is_a_clear_error_naming_store_and_run(template_store: Path, tmp_path: Path) -> None:
