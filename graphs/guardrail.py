@@ -26,6 +26,7 @@ it: it costs about 10 ms per step.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 from typing import Any, Literal, Required
 
@@ -38,7 +39,7 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
 from judgegraph import JudgeInputError
-from judgegraph.judges import FromContext, check_threshold, coerce_input, graph_node
+from judgegraph.judges import FromContext, check_threshold, coerce_input, graph_node, score_scale
 from judgegraph.types import PointwiseInput, Rubric, Status
 
 from ._context import (
@@ -110,11 +111,30 @@ def _fields(state: GuardrailState, rubric: Rubric | None) -> dict[str, Any]:
     return fields
 
 
+_SCORE_FIELDS = ("score", "weighted_score")
+
+
 def _score_of(verdict: Any) -> float | None:
-    for attr in ("score", "weighted_score"):
+    for attr in _SCORE_FIELDS:
         value = getattr(verdict, attr, None)
-        if isinstance(value, int | float):
+        if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
+    return None
+
+
+def _unusable_score(verdict: Any, scale: tuple[float, float] | None) -> str | None:
+    """Why a verdict's score cannot be held against the threshold (None when
+    it can): missing, not a number, not finite, or off the judge's scale.
+    Any judge's, a custom one's included; the guardrail's policy decides then."""
+    value = next((v for a in _SCORE_FIELDS if (v := getattr(verdict, a, None)) is not None), None)
+    if value is None:
+        return "the verdict has no score"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"the verdict's score {value!r} is not a number"
+    if not math.isfinite(value):
+        return f"the verdict's score {value} is not finite"
+    if scale is not None and not scale[0] <= value <= scale[1]:
+        return f"the verdict's score {value:g} is off the judge's scale {scale[0]:g}-{scale[1]:g}"
     return None
 
 
@@ -219,11 +239,13 @@ def create_guardrail_graph(
         score = _score_of(verdict) if verdict is not None else None
         if down is None and status is not Status.OK:
             down = f"the judge's verdict is {status.value}: {getattr(verdict, 'reason', None)}"
-        if down is None and score is None:
+        if down is None and not any(hasattr(verdict, a) for a in _SCORE_FIELDS):
             raise TypeError(
                 f"guardrail graph: the judge returned a {type(verdict).__name__} with no score: "
                 "it needs a pointwise or rubric judge"
             )
+        if down is None and (unusable := _unusable_score(verdict, score_scale(found, rubric=rubric))) is not None:
+            down, score = f"{unusable}, so it cannot be held against the threshold", None
         action: Action
         if down is not None:
             action = fallback

@@ -18,7 +18,6 @@ from pydantic import ValidationError
 
 from judgegraph.types import PointwiseInput, Rubric
 
-from ._base import Judge
 from ._composite import CompositeJudge
 from ._rubric import RubricJudge
 
@@ -47,7 +46,7 @@ def score_scale(judge: Any, *, rubric: Rubric | Mapping[str, Any] | None = None)
     if isinstance(judge, RubricJudge):
         return (0.0, 1.0)
     inner = getattr(judge, "inner", None)
-    if isinstance(inner, Judge):
+    if inner is not None and inner is not judge:  # a wrapper: a judge's, or a user's object under the contract
         return score_scale(inner, rubric=rubric)
     if isinstance(judge, CompositeJudge):
         scales = {score_scale(p, rubric=rubric) for p in judge.parts}
