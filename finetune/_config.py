@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from judgegraph._text_files import read_text
+
 from ._classifier import ClassifierOptions
 from ._dataset import DatasetConfig
 from ._probe import ProbeOptions
@@ -110,7 +112,7 @@ def load_config(path: str | Path) -> FinetuneConfig:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{p}: no such config file")
-    text = p.read_text(encoding="utf-8")
+    text = read_text(p)
     try:
         if p.suffix == ".toml":
             raw: Any = tomllib.loads(text)

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
+from judgegraph._text_files import open_text, read_text
 from judgegraph.types import PairwiseInput, PairwiseVerdict, PointwiseInput, PointwiseScore, Rubric, Winner
 
 __all__ = [
@@ -174,7 +175,7 @@ def read_traces(path: str | Path) -> list[PointwiseTrace | PairwiseTrace]:
     that is not a valid trace raises :class:`TraceFormatError` naming the line."""
     p = Path(path)
     out: list[PointwiseTrace | PairwiseTrace] = []
-    with p.open(encoding="utf-8") as fh:
+    with open_text(p) as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
@@ -268,7 +269,7 @@ def traces_from_pandalm(path: str | Path, *, skip_empty: bool = True) -> list[Pa
     their text (``True``).
     """
     p = Path(path)
-    data = json.loads(p.read_text(encoding="utf-8"))
+    data = json.loads(read_text(p))
     if not isinstance(data, list):
         raise TraceFormatError(f"{p}: expected a JSON list of PandaLM items")
     out = []

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from judgegraph._text_files import open_text
+
 from ..types import Status
 from ._report_data import ReportComparison, ReportData, _Acc, _cascade_curve, _confusion, corrected_estimates
 from ._report_render import render_html, render_markdown
@@ -39,7 +41,7 @@ def read_labels(path: str | Path) -> dict[str, Any]:
     file with ``id`` and ``label`` columns (by its ``.csv`` suffix)."""
     p = Path(path)
     out: dict[str, Any] = {}
-    with p.open(encoding="utf-8", newline="") as fp:
+    with open_text(p, newline="") as fp:
         raw: list[Any]
         if p.suffix.lower() == ".csv":
             raw = list(csv.DictReader(fp))

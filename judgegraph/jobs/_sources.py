@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from judgegraph._text_files import open_text
+
 from ._sources_files import SourceRow, _Bad, _csv_rows, _iter_json_lines, _iter_json_stream, _json_rows, _parquet_rows
 from ._sources_traces import _langsmith_rows, _otel_rows
 
@@ -101,7 +103,7 @@ def detect_format(path: str) -> str:
 
 
 def _first_json_value(path: str) -> Any:
-    with open(path, encoding="utf-8", errors="surrogateescape") as fp:
+    with open_text(path, errors="surrogateescape") as fp:
         if path.lower().endswith(".json"):
             for value, _ in _iter_json_stream(fp, peek=True):
                 return None if isinstance(value, _Bad) else value

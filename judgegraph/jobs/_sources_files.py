@@ -11,6 +11,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from judgegraph._text_files import open_text
+
 from ._sources_json import iter_json_records
 
 __all__ = ["SourceRow"]
@@ -88,7 +90,7 @@ def _iter_json_stream(fp: Any, *, peek: bool = False) -> Iterator[tuple[Any, int
 
 def _json_values(path: str) -> Iterator[tuple[Any, int]]:
     """The values of a ``.json`` file (:func:`_iter_json_stream`) or of JSON Lines (:func:`_iter_json_lines`)."""
-    with open(path, encoding="utf-8", errors="surrogateescape") as fp:
+    with open_text(path, errors="surrogateescape") as fp:
         yield from _iter_json_stream(fp) if path.lower().endswith(".json") else _iter_json_lines(fp)
 
 
@@ -141,7 +143,7 @@ def _csv_rows(path: str, file: int, *, delimiter: str = ",") -> Iterator[SourceR
     limit = csv.field_size_limit()
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fp:
+        with open_text(path, errors="surrogateescape", newline="") as fp:
             lines = _Lines(fp)
             reader = csv.reader(lines, delimiter=delimiter, strict=True)
             try:

@@ -19,6 +19,8 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from judgegraph._text_files import read_text
+
 from ._cli_progress import JobBars, print_summary
 from ._cli_progress import progress_display as _progress
 
@@ -40,7 +42,7 @@ def _parse_pairs(values: list[str] | None, what: str) -> dict[str, str]:
 
 
 def _load_spec_file(path: Path) -> dict[str, Any]:
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             import yaml
@@ -167,7 +169,7 @@ def eval_command(
             pricing = None
             if price_in is not None or price_out is not None:
                 pricing = Pricing(input_per_mtok=price_in or 0.0, output_per_mtok=price_out or 0.0)
-            crit = json.loads(criteria.read_text(encoding="utf-8")) if criteria is not None else None
+            crit = json.loads(read_text(criteria)) if criteria is not None else None
             data = {
                 "source": {
                     "path": list(source),
