@@ -129,6 +129,11 @@ def _whole_int(raw: str, what: str) -> int:
     raw = raw.replace("\u2212", "-")
     if not re.fullmatch(r"[+-]?\d+", raw):
         raise ParseError(f"{what} {raw[:24]!r} is not a whole number")
+    if not raw.isascii():
+        # int() reads any script's digits ("５", "٥"); a verdict's number is
+        # written in ASCII digits, as the templates ask, and anything else is
+        # as ambiguous as a number a judge did not write.
+        raise ParseError(f"{what} {raw[:24]!r} is not written in ASCII digits")
     if len(raw.lstrip("+-")) > _MAX_DIGITS:
         raise ParseError(f"{what} {raw[:24]}... has {len(raw)} digits: it is on no scale")
     return int(raw)
