@@ -11,7 +11,7 @@ from judgegraph.judges import fingerprint_for, judge_fingerprint
 from ._batch import BatchEstimate, BatchOptions, aestimate_batch_job, arun_batch_job
 from ._recorder import JobProgress, JobSummary, ProgressCallback
 from ._runner import arun_job, arun_spec
-from ._sources import Shard, detect_format, expand_paths, iter_rows
+from ._sources import Shard, SourceChangedError, detect_format, expand_paths, iter_rows
 from ._sources_files import SourceRow
 from ._sources_traces import langsmith_row, otel_rows
 from ._spec import (
@@ -57,6 +57,7 @@ __all__ = [
     "RunLockedError",
     "RunMismatchError",
     "Shard",
+    "SourceChangedError",
     "SourceConfig",
     "SourceRow",
     "Store",

@@ -34,7 +34,7 @@ from ._batch_store import BatchTable
 from ._judging import fingerprint_for, judge_prepared
 from ._recorder import JobProgress, JobSummary, ProgressCallback, _Recorder, _summary
 from ._runner import _claim, _open, default_run_id
-from ._sources import count_rows, expand_paths, iter_rows
+from ._sources import check_unchanged, count_rows, expand_paths, iter_rows, source_state
 from ._spec import PreparedRow, RowPreparer, SourceConfig, config_hash
 from ._store import Store
 
@@ -254,6 +254,7 @@ async def arun_batch_job(
         check_options(opt)
     preparer = RowPreparer(kind, source)
     paths = expand_paths(source.path)
+    before = source_state(paths)
     fp = fingerprint_for(judge, context, engine=opt.engine_identity())
     chash = config_hash(fp)
     run_id = run_id or default_run_id(source, chash)
@@ -275,6 +276,7 @@ async def arun_batch_job(
             todo = [
                 p for r in iter_rows(paths, source.format) if (p := _claim(preparer, r, rec, claimed, rerun_failed))
             ]
+            check_unchanged(before, paths)  # before any batch is paid for
             book = AnswerBook()
             memo: dict[str, GenerateResult | BackendError] = {}
             ctx, bjudge = _wrap(

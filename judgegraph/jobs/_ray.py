@@ -26,7 +26,7 @@ from judgegraph.judges import Judge, coerce_input
 from ._judging import fingerprint_for, judge_prepared, limit_context
 from ._recorder import JobProgress, JobSummary, ProgressCallback, _Recorder, _summary
 from ._runner import _pool_size, default_run_id
-from ._sources import Shard, count_rows, expand_paths, iter_shard, plan_shards
+from ._sources import Shard, check_unchanged, count_rows, expand_paths, iter_shard, plan_shards, source_state
 from ._spec import INPUT_MODELS, JobSpec, PreparedRow, RowPreparer, build_backend, build_judge, config_hash
 from ._store import Store
 
@@ -210,6 +210,7 @@ def run_spec_ray(
     chash = config_hash(fingerprint_for(judge, {"backend": build_backend(spec.backend)}))
     run_id = run_id or default_run_id(spec.source, chash)
     paths = expand_paths(spec.source.path)
+    before = source_state(paths)
     owned = not isinstance(store, Store)
     st = Store(store) if not isinstance(store, Store) else store
     try:
@@ -266,6 +267,7 @@ def run_spec_ray(
                         continue
                     where = f"row {r['row']}" if r["file"] == 0 else f"file {r['file']} row {r['row']}"
                     rec.result(where, ResultRecord(chash, r["item_hash"], *(r[c] for c in _RESULT_COLUMNS)))
+            check_unchanged(before, paths)
             state = "finished"
         finally:
             st.set_state(run_id, state)

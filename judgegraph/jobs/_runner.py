@@ -24,7 +24,7 @@ from judgegraph.judges import FromContext, Judge
 from ._batch_vllm import spec_backend
 from ._judging import failure_record, fingerprint_for, judge_prepared, limit_context, verdict_record
 from ._recorder import JobProgress, JobSummary, ProgressCallback, _Recorder, _summary
-from ._sources import count_rows, expand_paths, iter_rows
+from ._sources import check_unchanged, count_rows, expand_paths, iter_rows, source_state
 from ._spec import (
     JobSpec,
     PreparedRow,
@@ -110,6 +110,7 @@ async def arun_job(
         )
     preparer = RowPreparer(kind, source)
     paths = expand_paths(source.path)
+    before = source_state(paths)
     fp = fingerprint_for(judge, context)
     chash = config_hash(fp)
     run_id = run_id or default_run_id(source, chash)
@@ -129,6 +130,7 @@ async def arun_job(
         state = "interrupted"
         try:
             await _drive(preparer, iter_rows(paths, source.format), rec, judge, ctx, concurrency, rerun_failed)
+            check_unchanged(before, paths)
             state = "finished"
         finally:
             try:

@@ -12,6 +12,7 @@ goes on.
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,9 @@ from ._sources_traces import _langsmith_rows, _otel_rows
 
 __all__ = [
     "Shard",
+    "SourceChangedError",
     "SourceFormat",
+    "check_unchanged",
     "count_rows",
     "detect_format",
     "expand_paths",
@@ -33,6 +36,7 @@ __all__ = [
     "iter_shard",
     "lookup",
     "plan_shards",
+    "source_state",
 ]
 
 SourceFormat = Literal["auto", "jsonl", "json", "csv", "tsv", "parquet", "langsmith", "otel"]
@@ -215,3 +219,50 @@ def lookup(record: Any, path: str) -> Any:
         else:
             raise KeyError(path)
     return cur
+
+
+# ------------------------------------------------------------------ a source that changes
+
+
+class SourceChangedError(ValueError):
+    """An input file changed while a job read it: its rows may come from two
+    versions of the file, so the run is not marked finished."""
+
+
+def source_state(paths: Sequence[str]) -> dict[str, tuple[int, str]]:
+    """Each file's size and SHA-256, to tell whether it changed while a job read it."""
+    state: dict[str, tuple[int, str]] = {}
+    for p in paths:
+        digest = hashlib.sha256()
+        size = 0
+        with open(p, "rb") as fp:
+            while chunk := fp.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+        state[p] = (size, digest.hexdigest())
+    return state
+
+
+def check_unchanged(before: dict[str, tuple[int, str]], paths: Sequence[str]) -> None:
+    """Raise :class:`SourceChangedError`, naming each file, when any changed
+    since ``before`` was taken (its size or its bytes): what was judged is
+    saved, but rows read early and late may come from different versions."""
+    try:
+        after = source_state(paths)
+    except OSError as exc:
+        raise SourceChangedError(
+            f"{exc.filename}: the input went away while the job read it ({exc.strerror})"
+        ) from None
+    changed = [
+        f"{p} ({before[p][0]:,} -> {after[p][0]:,} bytes)"
+        if before[p][0] != after[p][0]
+        else f"{p} (same size, other bytes)"
+        for p in paths
+        if after.get(p) != before.get(p)
+    ]
+    if changed:
+        raise SourceChangedError(
+            "the input changed while the job read it: " + "; ".join(changed) + ". What was judged is saved and the "
+            "run is not marked finished; when the file is settled, run the same command again: unchanged rows are "
+            "not judged twice, and the run then reflects one version of the file"
+        )
