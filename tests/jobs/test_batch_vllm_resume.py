@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _waiting import await_until, wait_until
+from _waiting import POLL_S, await_until, wait_until
 
 pytest.importorskip("openai")
 
@@ -289,10 +289,17 @@ async def test_queued_batches_start_one_at_a_time_and_once_across_clients(
         ids.append(b.id)
     wait_until(lambda: _starts(tmp_path) == 1, "the first run_batch")
     rerun = VLLMBatchClient(tmp_path / "w", model=model, python=py)
-    assert {b.metadata["judgegraph_key"]: b.status async for b in rerun.batches.list()} == {
-        "k1": "in_progress",
-        "k2": "validating",  # queued behind the first
-    }
+
+    async def listed() -> dict[str, str]:
+        return {b.metadata["judgegraph_key"]: b.status async for b in rerun.batches.list()}
+
+    # The stand-in counts its start before the launcher has written the pids
+    # that make it in_progress (until then it is "validating", started): wait
+    # for that event, with no deadline (a hang is pytest-timeout's to catch).
+    while (seen := await listed())["k1"] != "in_progress":
+        assert seen["k2"] == "validating", seen  # the second never starts while the first holds the slot
+        await asyncio.sleep(POLL_S)
+    assert seen == {"k1": "in_progress", "k2": "validating"}  # the second queued behind the first
     (tmp_path / "ctl" / "release").touch()
     done: dict[str, Any] = {}
     while len(done) < 2:  # no deadline: a hang is pytest-timeout's to catch
