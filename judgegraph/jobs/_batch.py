@@ -34,7 +34,7 @@ from ._batch_store import BatchTable
 from ._judging import fingerprint_for, judge_prepared
 from ._recorder import JobProgress, JobSummary, ProgressCallback, _Recorder, _summary
 from ._runner import _claim, _open, default_run_id
-from ._sources import check_unchanged, count_rows, expand_paths, iter_rows, source_state
+from ._sources import check_unchanged, count_rows, expand_paths, iter_rows, resume_notice, source_state
 from ._spec import PreparedRow, RowPreparer, SourceConfig, config_hash
 from ._store import Store
 
@@ -265,10 +265,11 @@ async def arun_batch_job(
         client = client_for(st.path, opt)
     table = BatchTable(st.path)
     try:
-        _, resumed = st.open_run(
-            run_id, config_hash=chash, kind=kind, spec={"source": source.model_dump(mode="json"), "judge": fp}
-        )
+        run_spec = {"source": source.model_dump(mode="json"), "judge": fp, "source_state": before}
+        info, resumed = st.open_run(run_id, config_hash=chash, kind=kind, spec=run_spec)
         rec = _Recorder(st, run_id, chash, JobProgress(total=count_rows(paths, source.format)), progress)
+        if resumed and (notice := resume_notice(info.spec, before)) is not None:
+            rec.problem(notice)
         started = time.monotonic()
         state = "interrupted"
         try:

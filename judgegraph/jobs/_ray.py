@@ -26,7 +26,16 @@ from judgegraph.judges import Judge, coerce_input
 from ._judging import fingerprint_for, judge_prepared, limit_context
 from ._recorder import JobProgress, JobSummary, ProgressCallback, _Recorder, _summary
 from ._runner import _pool_size, default_run_id
-from ._sources import Shard, check_unchanged, count_rows, expand_paths, iter_shard, plan_shards, source_state
+from ._sources import (
+    Shard,
+    check_unchanged,
+    count_rows,
+    expand_paths,
+    iter_shard,
+    plan_shards,
+    resume_notice,
+    source_state,
+)
 from ._spec import INPUT_MODELS, JobSpec, PreparedRow, RowPreparer, build_backend, build_judge, config_hash
 from ._store import Store
 
@@ -214,9 +223,12 @@ def run_spec_ray(
     owned = not isinstance(store, Store)
     st = Store(store) if not isinstance(store, Store) else store
     try:
-        _, resumed = st.open_run(run_id, config_hash=chash, kind=spec.judge.kind, spec=spec.model_dump(mode="json"))
+        run_spec = {**spec.model_dump(mode="json"), "source_state": before}
+        info, resumed = st.open_run(run_id, config_hash=chash, kind=spec.judge.kind, spec=run_spec)
         prog = JobProgress(total=count_rows(paths, spec.source.format))
         rec = _Recorder(st, run_id, chash, prog, progress)
+        if resumed and (notice := resume_notice(info.spec, before)) is not None:
+            rec.problem(notice)
         started = time.monotonic()
         claims = ray.remote(_Claims).options(num_cpus=0).remote(st.done_hashes(chash, include_failed=not rerun_failed))
         per_actor = max(1, spec.limits.concurrency // actors)

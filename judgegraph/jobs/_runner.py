@@ -24,7 +24,7 @@ from judgegraph.judges import FromContext, Judge
 from ._batch_vllm import spec_backend
 from ._judging import failure_record, fingerprint_for, judge_prepared, limit_context, verdict_record
 from ._recorder import JobProgress, JobSummary, ProgressCallback, _Recorder, _summary
-from ._sources import check_unchanged, count_rows, expand_paths, iter_rows, source_state
+from ._sources import check_unchanged, count_rows, expand_paths, iter_rows, resume_notice, source_state
 from ._spec import (
     JobSpec,
     PreparedRow,
@@ -116,16 +116,14 @@ async def arun_job(
     run_id = run_id or default_run_id(source, chash)
     st, owned = _open(store)
     try:
-        _, resumed = st.open_run(
-            run_id,
-            config_hash=chash,
-            kind=kind,
-            spec=dict(spec) if spec is not None else {"source": source.model_dump(mode="json"), "judge": fp},
-        )
+        run_spec = dict(spec) if spec is not None else {"source": source.model_dump(mode="json"), "judge": fp}
+        info, resumed = st.open_run(run_id, config_hash=chash, kind=kind, spec={**run_spec, "source_state": before})
         limiter = RateLimiter(rpm=rpm, tpm=tpm) if (rpm or tpm) else None
         ctx, judge = limit_context(judge, context, limiter)
         prog = JobProgress(total=count_rows(paths, source.format))
         rec = _Recorder(st, run_id, chash, prog, progress)
+        if resumed and (notice := resume_notice(info.spec, before)) is not None:
+            rec.problem(notice)
         started = time.monotonic()
         state = "interrupted"
         try:

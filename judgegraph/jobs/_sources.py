@@ -239,8 +239,38 @@ def source_state(paths: Sequence[str]) -> dict[str, tuple[int, str]]:
             while chunk := fp.read(1 << 20):
                 digest.update(chunk)
                 size += len(chunk)
-        state[p] = (size, digest.hexdigest())
+        state[os.path.abspath(p)] = (size, digest.hexdigest())  # absolute: a resume may start elsewhere
     return state
+
+
+def changed_files(before: Mapping[str, Sequence[Any]], after: Mapping[str, Sequence[Any]]) -> list[str]:
+    """Each file whose size or bytes differ between two :func:`source_state`
+    pictures (stored ones are JSON lists), said in a few words."""
+
+    def what(p: str) -> str:
+        if p not in before:
+            return f"{p} (new)"
+        if p not in after:
+            return f"{p} (gone)"
+        was, now = before[p][0], after[p][0]
+        return f"{p} ({was:,} -> {now:,} bytes)" if was != now else f"{p} (same size, other bytes)"
+
+    return [what(p) for p in sorted(set(before) | set(after)) if tuple(before.get(p, ())) != tuple(after.get(p, ()))]
+
+
+def resume_notice(stored_spec: Mapping[str, Any], now: Mapping[str, tuple[int, str]]) -> str | None:
+    """What a resumed run says when its input changed since the run began
+    (the state stored with the run under ``source_state``), or None."""
+    was = stored_spec.get("source_state")
+    if not isinstance(was, Mapping):
+        return None  # a run stored before states were kept
+    changed = changed_files(was, now)
+    if not changed:
+        return None
+    return (
+        "the input changed since this run began: " + "; ".join(changed) + ". This pass judged the file as it is "
+        "now (rows whose content is unchanged were not judged again) and, once finished, the run holds only its rows"
+    )
 
 
 def check_unchanged(before: dict[str, tuple[int, str]], paths: Sequence[str]) -> None:
@@ -253,13 +283,7 @@ def check_unchanged(before: dict[str, tuple[int, str]], paths: Sequence[str]) ->
         raise SourceChangedError(
             f"{exc.filename}: the input went away while the job read it ({exc.strerror})"
         ) from None
-    changed = [
-        f"{p} ({before[p][0]:,} -> {after[p][0]:,} bytes)"
-        if before[p][0] != after[p][0]
-        else f"{p} (same size, other bytes)"
-        for p in paths
-        if after.get(p) != before.get(p)
-    ]
+    changed = changed_files(before, after)
     if changed:
         raise SourceChangedError(
             "the input changed while the job read it: " + "; ".join(changed) + ". What was judged is saved and the "

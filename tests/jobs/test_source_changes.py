@@ -92,3 +92,20 @@ def test_an_unchanged_file_finishes_as_before(tmp_path: Path) -> None:
     assert summary.ok == N
     with Store(store, read_only=True) as st:
         assert st.run("r").state == "finished"
+
+
+@pytest.mark.parametrize("how", ["append", "truncate", "rewrite-same-size", "replace"])
+def test_a_file_changed_between_a_run_and_its_resume_is_reported(tmp_path: Path, how: str) -> None:
+    src, store = tmp_path / "items.jsonl", tmp_path / "runs.db"
+    src.write_text(_rows(N))
+    first = _run(src, store, ScriptedBackend(lambda _: "Fine. [RESULT] 4"))
+    assert not any("changed since this run began" in p for p in first.problems)
+    same = _run(src, store, ScriptedBackend(lambda _: "Fine. [RESULT] 4"))  # nothing changed: nothing said
+    assert not any("changed since this run began" in p for p in same.problems) and same.judged == 0
+    _edit(src, how)
+    again = _run(src, store, ScriptedBackend(lambda _: "Fine. [RESULT] 4"))
+    (notice,) = [p for p in again.problems if "changed since this run began" in p]
+    assert str(src) in notice
+    settled = [r for line in src.read_text().splitlines() if (r := _parsed(line)) is not None]
+    with Store(store, read_only=True) as st:  # the finished pass holds the file as it is now, nothing older
+        assert sorted(r.item_id for r in st.rows("r") if r.item_id) == sorted(r["id"] for r in settled)
