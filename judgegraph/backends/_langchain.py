@@ -20,6 +20,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
@@ -30,6 +31,7 @@ from pydantic import SecretStr
 from judgegraph.types import MissingExtraError, Pricing, RetryPolicy, Usage
 
 from ._identity import identity_value, public_headers, scrub_strings
+from ._per_loop import PerLoop, aclose_quietly
 from ._protocol import Backend, BackendError, Capabilities, GenerateRequest, GenerateResult, TokenLogprob
 from ._reasoning import is_reasoning_model
 from ._retry import Retryable, awith_retries, parse_retry_after
@@ -151,7 +153,15 @@ class ChatModelBackend:
         )
         self.structured_method = structured_method or _default_method(model)
         self._call_params = self.provider in _CALL_PARAMS
-        self._structured: dict[str, Runnable[Any, Any]] = {}
+        # An OpenAI-SDK model built with LangChain's default HTTP clients
+        # shares them with every other model of the same base URL (LangChain
+        # caches them process-wide), and an async pool is bound to the first
+        # loop that used it. Such a model gets clients of its own here: one
+        # sync pair, and one async pair per event loop. Clients a user passed
+        # in (http_client, http_async_client) are used as given.
+        self._own_clients = _openai_sdk_model(model)
+        self._sync: _Bound | None = None  # built on first use, and again after close()
+        self._per_loop: PerLoop[_Bound] = PerLoop()
 
     @classmethod
     def from_spec(
@@ -201,14 +211,36 @@ class ChatModelBackend:
 
     # ------------------------------------------------------------ calls
 
+    def _with_own_client(self, *, sync: bool) -> BaseChatModel:
+        """A copy of the model whose sync (or async) SDK client has an HTTP pool of its own."""
+        import openai
+
+        model: Any = self.chat_model
+        if sync:
+            root = model.root_client.with_options(http_client=openai.DefaultHttpxClient())
+            update = {"root_client": root, "client": root.chat.completions}
+        else:
+            root = model.root_async_client.with_options(http_client=openai.DefaultAsyncHttpxClient())
+            update = {"root_async_client": root, "async_client": root.chat.completions}
+        return model.model_copy(update=update)  # type: ignore[no-any-return]
+
+    def _bound(self) -> _Bound:
+        """What this call goes through: sync calls take the model's sync API
+        (see _once), async ones the running loop's client."""
+        if in_sync_call() or not self._own_clients:  # without own clients: one model for every loop
+            if self._sync is None:
+                self._sync = _Bound(self._with_own_client(sync=True) if self._own_clients else self.chat_model)
+            return self._sync
+        return self._per_loop.get(lambda: _Bound(self._with_own_client(sync=False)))
+
     def _runnable(self, schema: dict[str, Any] | None) -> Runnable[Any, Any]:
+        bound = self._bound()
         if schema is None:
-            return self.chat_model
+            return bound.model
         key = json.dumps(schema, sort_keys=True)
-        found = self._structured.get(key)
+        found = bound.structured.get(key)
         if found is None:
-            found = _structured_model(self.chat_model, schema, self.structured_method)
-            self._structured[key] = found
+            found = bound.structured[key] = _structured_model(bound.model, schema, self.structured_method)
         return found
 
     def _kwargs(self, request: GenerateRequest) -> dict[str, Any]:
@@ -252,14 +284,16 @@ class ChatModelBackend:
         return _to_result(out, attempts, latency, self.model)
 
     async def aclose(self) -> None:
-        """Close the model's HTTP clients where it exposes them: the sync one
-        (sync calls use it) and the async one."""
-        client = getattr(self.chat_model, "root_client", None)
-        if client is not None and hasattr(client, "close"):
-            client.close()
-        client = getattr(self.chat_model, "root_async_client", None)
-        if client is not None and hasattr(client, "close"):
-            await client.close()
+        """Close the HTTP clients this backend built for itself. The model's
+        own are left open: LangChain shares its default ones with every model
+        of the same base URL, and clients a user passed in are theirs."""
+        if not self._own_clients:
+            return
+        sync, self._sync = self._sync, None
+        if sync is not None:
+            sync.model.root_client.close()  # type: ignore[attr-defined]
+        for bound in self._per_loop.drain():
+            await aclose_quietly(bound.model.root_async_client)  # type: ignore[attr-defined]
 
     def close(self) -> None:
         from ._sync import run_sync
@@ -268,6 +302,31 @@ class ChatModelBackend:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+@dataclass
+class _Bound:
+    """A model the calls of one event loop (or the sync calls) go through, and
+    its structured-output runnables, by schema."""
+
+    model: BaseChatModel
+    structured: dict[str, Runnable[Any, Any]] = field(default_factory=dict)
+
+
+def _openai_sdk_model(model: BaseChatModel) -> bool:
+    """Whether ``model`` calls through OpenAI SDK clients built on LangChain's
+    shared default HTTP pools (ChatOpenAI, AzureChatOpenAI and their kin)."""
+    try:
+        import openai
+    except ImportError:
+        return False
+    return (
+        isinstance(getattr(model, "root_async_client", None), openai.AsyncOpenAI)
+        and isinstance(getattr(model, "root_client", None), openai.OpenAI)
+        and getattr(model, "http_client", None) is None
+        and getattr(model, "http_async_client", None) is None
+    )
+
 
 # Threads for sync calls' model calls: as many as a sync batch runs at once,
 # not the loop's default pool (cpu count + 4). A timed-out attempt's thread

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import weakref
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from judgegraph.types import Pricing, RetryPolicy, Usage
 
 from ._identity import public_headers
+from ._per_loop import PerLoop, aclose_quietly
 from ._protocol import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
 from ._reasoning import is_reasoning_model
 from ._retry import Retryable, awith_retries, parse_retry_after
@@ -65,7 +64,7 @@ class OpenAIBackend:
         self._public_headers = public_headers(default_headers)
         url, user, password = split_url_credentials(base_url) if base_url else (None, None, None)
         self._secrets.add_basic_auth(user, password)
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._clients: PerLoop[Any] = PerLoop()
         if client is None:
             try:
                 import openai
@@ -119,25 +118,18 @@ class OpenAIBackend:
     def _client(self) -> Any:
         if self._fixed_client is not None:
             return self._fixed_client
-        # A client's connection pool belongs to one event loop: keep one per loop.
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client, self._unclaimed = (self._unclaimed or self._make_client()), None
-            self._clients[loop] = client
+        return self._clients.get(self._claim)
+
+    def _claim(self) -> Any:
+        client, self._unclaimed = (self._unclaimed or self._make_client()), None
         return client
 
     async def aclose(self) -> None:
         """Close every client this backend built (not one it was given)."""
-        clients = [*self._clients.values(), *([self._unclaimed] if self._fixed_client is None else [])]
-        self._clients.clear()
+        clients = [*self._clients.drain(), *([self._unclaimed] if self._fixed_client is None else [])]
         self._unclaimed = None
         for client in clients:
-            if client is not None:
-                try:
-                    await client.close()
-                except RuntimeError:  # its event loop is gone, and its sockets with it
-                    pass
+            await aclose_quietly(client)
 
     def close(self) -> None:
         """:meth:`aclose` from sync code (on the loop sync calls share)."""

@@ -8,15 +8,14 @@ native generate route (grammar, ``top_n_tokens``, ``details``).
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 from judgegraph.types import Message, Pricing, RetryPolicy, Usage
 
 from ._identity import identity_value, public_headers
+from ._per_loop import PerLoop
 from ._protocol import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
 from ._retry import Retryable, awith_retries, parse_retry_after
 from ._secrets import Secrets, credential_headers, split_url_credentials
@@ -83,19 +82,18 @@ class TGIBackend:
 
             self._secrets.add(get_token())
         # The client's connection pool belongs to one event loop: keep one per loop.
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._clients: PerLoop[Any] = PerLoop()
 
     @property
     def _client(self) -> Any:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            from huggingface_hub import AsyncInferenceClient
+        return self._clients.get(self._new_client)
 
-            client = self._clients[loop] = AsyncInferenceClient(
-                base_url=self.base_url, token=self._token, timeout=self.retry.timeout_s, headers=self._headers or None
-            )
-        return client
+    def _new_client(self) -> Any:
+        from huggingface_hub import AsyncInferenceClient
+
+        return AsyncInferenceClient(
+            base_url=self.base_url, token=self._token, timeout=self.retry.timeout_s, headers=self._headers or None
+        )
 
     def __repr__(self) -> str:
         return f"TGIBackend(base_url={self.base_url!r}, mode={self.mode!r})"

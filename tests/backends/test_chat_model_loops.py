@@ -8,6 +8,8 @@ import asyncio
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langgraph.graph import START, StateGraph
 
 from judgegraph import PointwiseJudge, create_judge_node
@@ -70,11 +72,53 @@ async def test_sync_calls_inside_a_running_loop_mix_with_awaited_ones() -> None:
         assert server.calls["/v1/chat/completions"] == 6
 
 
-def test_close_closes_the_client_sync_calls_used() -> None:
+def test_close_closes_only_the_clients_the_backend_built() -> None:
     with LoopbackServer(lambda req: GOOD) as server:
-        model = langchain_openai.ChatOpenAI(model="gpt-4o-mini", api_key="sk-test", base_url=server.url + "/v1")
-        backend = ChatModelBackend(model)
-        assert PointwiseJudge(backend).judge(ITEM).ok
+        url = server.url + "/v1"
+        backend = ChatModelBackend(langchain_openai.ChatOpenAI(model="gpt-4o-mini", api_key="sk-test", base_url=url))
+        judge = PointwiseJudge(backend)
+        assert judge.judge(ITEM).ok and asyncio.run(judge.ajudge(ITEM)).ok
+        sync = backend._sync
+        built: list[Any] = [sync.model.root_client] if sync else []
+        built += [b.model.root_async_client for b in backend._per_loop._items.values()]
         backend.close()
-    clients = [backend.chat_model.root_client, backend.chat_model.root_async_client]  # type: ignore[attr-defined]
-    assert [c.is_closed() for c in clients] == [True, True]
+        assert judge.judge(ITEM).ok  # and it builds new ones if used again
+        # LangChain shares its default HTTP pools among models of one base URL:
+        # another model there still works, sync and async.
+        other = langchain_openai.ChatOpenAI(model="gpt-4o-mini", api_key="sk-test", base_url=url)
+        assert other.invoke("hi").content and asyncio.run(other.ainvoke("hi")).content
+    assert len(built) == 2 and all(c.is_closed() for c in built)
+
+
+OPS = ("sync", "asyncio_run", "invoke", "many", "new_judge_same_url", "close_and_new")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.sampled_from(OPS), min_size=2, max_size=6))
+def test_any_sequence_of_sync_and_fresh_loop_calls_gets_verdicts(ops: list[str]) -> None:
+    """Every mix of sync calls, calls on a fresh loop each (asyncio.run), new
+    judges on the same URL (LangChain shares HTTP pools per URL) and closed
+    judges: every call gets a verdict. Plain ChatOpenAI fails the second
+    asyncio.run on one URL with "Event loop is closed"."""
+    with LoopbackServer(lambda req: GOOD, latency_s=LATER) as server:
+        judge = chat_judge(server)
+        results: list[Any] = []
+        for op in ops:
+            if op == "sync":
+                results.append(judge.judge(ITEM))
+            elif op == "asyncio_run":
+                results.append(asyncio.run(judge.ajudge(ITEM)))
+            elif op == "invoke":
+                results.append(judge.invoke(ITEM))
+            elif op == "many":
+                results.extend(judge.judge_many([ITEM] * 2, max_concurrency=2))
+            elif op == "new_judge_same_url":
+                judge = chat_judge(server)
+                results.append(asyncio.run(judge.ajudge(ITEM)))
+            else:
+                assert isinstance(judge.backend, ChatModelBackend)
+                judge.backend.close()
+                results.append(judge.judge(ITEM))
+                judge = chat_judge(server)
+                results.append(asyncio.run(judge.ajudge(ITEM)))
+        assert statuses(*results) == [(Status.OK, None)] * len(results), ops
