@@ -7,8 +7,9 @@ handled by an explicit ``unparsed=`` policy — ``"exclude"``, ``"wrong"`` or
 ``"tie"`` — and counted in every result's ``counts``.
 
 Rates carry a confidence interval (``MetricResult.interval``, with its level and method):
-Wilson for accuracy, agreement, escalation share and win rates, a seeded BCa bootstrap for kappa,
-and ``paired_difference`` for two judges on the same items (items resampled jointly).
+Wilson for accuracy, agreement, escalation share, win rates and position consistency, a seeded
+BCa bootstrap for kappa, position bias, half-credit accuracy and AUROC, and ``paired_difference``
+for two judges on the same items (items resampled jointly).
 ``ppi_mean`` / ``ppi_difference`` (prediction-powered) and ``rogan_gladen`` correct a judged rate
 for the judge's own errors from human labels on a random subset, beside the naive figure.
 
@@ -49,6 +50,7 @@ from ._breakdown import Breakdown, breakdown
 from ._calibration import (
     CalibrationResult,
     ReliabilityBin,
+    auroc,
     calibration,
     expected_calibration_error,
     reliability_curve,
@@ -82,6 +84,7 @@ __all__ = [
     "UnparsedPolicy",
     "accuracy",
     "agreement",
+    "auroc",
     "breakdown",
     "calibration",
     "classification_scores",

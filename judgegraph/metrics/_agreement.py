@@ -33,8 +33,12 @@ from ._intervals import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
     ProportionMethod,
+    TieCredit,
+    accuracy_credit,
     bootstrap_interval,
+    check_ties,
     kappa_codes,
+    mean_statistic,
     proportion_interval,
     vectorized_kappa,
 )
@@ -65,11 +69,22 @@ def accuracy(
     unparsed: UnparsedPolicy = "exclude",
     tie_label: Any = "tie",
     score_field: ScoreField = "score",
+    ties: TieCredit = "exact",
     interval: ProportionMethod | None = "wilson",
     level: float = DEFAULT_LEVEL,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int | None = 0,
 ) -> MetricResult:
     """Share of items where the prediction equals the reference, with a binomial interval
-    (``interval="wilson"`` or ``"exact"`` (Clopper–Pearson) at ``level``; None for none)."""
+    (``interval="wilson"`` or ``"exact"`` (Clopper–Pearson) at ``level``; None for none).
+
+    ``ties="half"``: an item where one side is ``tie_label`` and the other a decisive label
+    earns half credit, as a win rate counts a tie half a win (``paired_difference`` takes the
+    same option, so one judge's figure and a difference agree). When some item earns half
+    credit the score is no longer a count of successes and the interval is a seeded BCa
+    bootstrap over items (``n_resamples``, ``seed``), as ``win_rate``'s; otherwise the
+    result is exactly ``ties="exact"``'s.
+    """
     return _share(
         "accuracy",
         predictions,
@@ -77,8 +92,11 @@ def accuracy(
         unparsed=unparsed,
         tie_label=tie_label,
         score_field=score_field,
+        ties=check_ties(ties),
         interval=interval,
         level=level,
+        n_resamples=n_resamples,
+        seed=seed,
     )
 
 
@@ -91,10 +109,14 @@ def _share(
     tie_label: Any,
     score_field: ScoreField = "score",
     drop_ties: bool = False,
+    ties: TieCredit = "exact",
     interval: ProportionMethod | None,
     level: float,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int | None = 0,
 ) -> MetricResult:
-    """Accuracy and agreement are one rule: matching items over items used, binomial interval."""
+    """Accuracy and agreement are one rule: matching items over items used, binomial interval
+    (under ``ties="half"`` with half credit given: mean credit, bootstrap interval)."""
     from sklearn.metrics import accuracy_score
 
     res = resolve(
@@ -102,7 +124,17 @@ def _share(
     )
     if not res.left:
         return MetricResult(name=name, value=None, counts=res.counts)
-    pred, ref, _ = encode(res)
+    pred, ref, order = encode(res)
+    if ties == "half":
+        tie_code = order.index(tie_label) if tie_label in order else None
+        credit = accuracy_credit(np.asarray(pred), np.asarray(ref), tie_code=tie_code, ties="half")
+        if np.any(credit == 0.5):
+            ci = (
+                bootstrap_interval([credit], mean_statistic, level=level, n_resamples=n_resamples, seed=seed)
+                if interval
+                else None
+            )
+            return MetricResult(name=name, value=float(credit.mean()), counts=res.counts, interval=ci)
     value = float(accuracy_score(ref, pred))
     hits = sum(p == r for p, r in zip(pred, ref, strict=True))
     ci = proportion_interval(hits, len(pred), level=level, method=interval) if interval else None

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 from pydantic import Field
 
 from judgegraph.types import FrozenModel
@@ -23,6 +24,7 @@ from ..types import PairwiseVerdict
 from ._correlation import CorrelationResult, correlation
 from ._inputs import (
     Failure,
+    Interval,
     ItemCounts,
     MetricResult,
     UnparsedPolicy,
@@ -31,6 +33,7 @@ from ._inputs import (
     resolve,
     resolve_columns,
 )
+from ._intervals import DEFAULT_LEVEL, DEFAULT_RESAMPLES, bootstrap_interval, mean_statistic, proportion_interval
 
 __all__ = [
     "LengthBiasResult",
@@ -48,12 +51,19 @@ class PositionResult(FrozenModel):
     """Consistency across answer orders, and which way the inconsistent items lean."""
 
     consistency: float | None = Field(description="share of items with the same winner in both orders")
+    consistency_interval: Interval | None = Field(
+        default=None, description="Wilson interval of consistency (n_consistent of the items used)"
+    )
     n_consistent: int
     n_prefer_first_position: int = Field(description="first-shown answer won in both orders")
     n_prefer_second_position: int = Field(description="second-shown answer won in both orders")
     n_other_inconsistent: int = Field(description="a tie against a winner, or a failed order under 'wrong'")
     position_bias: float | None = Field(
         description="(prefer first − prefer second) / items; > 0 favours the first-shown answer"
+    )
+    position_bias_interval: Interval | None = Field(
+        default=None,
+        description="bootstrap over items (BCa): both shares come from the same items, so items are resampled",
     )
     first_slot_win_rate: float | None = Field(
         description="of all decisive single-order verdicts, the share naming the first-shown answer"
@@ -85,6 +95,9 @@ def position_consistency(
     a_label: Any = "A",
     b_label: Any = "B",
     tie_label: Any = "tie",
+    level: float = DEFAULT_LEVEL,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int | None = 0,
 ) -> PositionResult:
     """Position consistency and bias from swapped runs.
 
@@ -92,12 +105,18 @@ def position_consistency(
     sequence of ``PairwiseVerdict`` that carry both ``orders``. Under ``unparsed="tie"``
     two failed orders count as consistent (both ties), as LLMBar's ``equal`` counts them;
     under ``"wrong"`` a failed order makes the item inconsistent.
+
+    Intervals at ``level``: Wilson for ``consistency`` (a count of consistent items), and a
+    seeded BCa bootstrap over items for ``position_bias``, a difference of two shares of the
+    same items: each item scores +1 (first-shown won both orders), −1 (second-shown did) or
+    0, and the bias is their mean.
     """
     if second is None:
         first, second = split_orders(first)
     res = resolve(first, second, unparsed=unparsed, tie_label=tie_label)
     n_consistent = n_first = n_second = n_other = 0
     slot1 = decisive = 0
+    lean: list[float] = []  # per item: +1 prefer first position, −1 prefer second, 0 otherwise
     for a, b, wrong in zip(res.left, res.right, res.wrong, strict=True):
         for order, w in ((0, a), (1, b)):
             if isinstance(w, Failure) or w == tie_label:
@@ -105,24 +124,37 @@ def position_consistency(
             decisive += 1
             shown_first = a_label if order == 0 else b_label
             slot1 += w == shown_first
+        item_lean = 0.0
         if wrong:
             n_other += 1
         elif a == b:
             n_consistent += 1
         elif a == a_label and b == b_label:
             n_first += 1
+            item_lean = 1.0
         elif a == b_label and b == a_label:
             n_second += 1
+            item_lean = -1.0
         else:
             n_other += 1
+        lean.append(item_lean)
     n = len(res.left)
+    bias_ci = (
+        bootstrap_interval(
+            [np.asarray(lean, dtype=float)], mean_statistic, level=level, n_resamples=n_resamples, seed=seed
+        )
+        if n
+        else None
+    )
     return PositionResult(
         consistency=n_consistent / n if n else None,
+        consistency_interval=proportion_interval(n_consistent, n, level=level),
         n_consistent=n_consistent,
         n_prefer_first_position=n_first,
         n_prefer_second_position=n_second,
         n_other_inconsistent=n_other,
         position_bias=(n_first - n_second) / n if n else None,
+        position_bias_interval=bias_ci,
         first_slot_win_rate=slot1 / decisive if decisive else None,
         n_decisive_verdicts=decisive,
         counts=res.counts,
@@ -232,10 +264,13 @@ def length_correlation(
 class SwapAccuracyResult(FrozenModel):
     """Accuracy of a judge run in both answer orders (LLMBar's reporting)."""
 
-    first_order: MetricResult
-    second_order: MetricResult
+    first_order: MetricResult = Field(description="accuracy in the first order, with a Wilson interval")
+    second_order: MetricResult = Field(description="accuracy in the swapped order, with a Wilson interval")
     average: float | None = Field(description="mean of the two orders' accuracies")
-    both: MetricResult = Field(description="share of items correct in both orders")
+    average_interval: Interval | None = Field(
+        default=None, description="paired bootstrap (BCa) over items: both orders resampled together"
+    )
+    both: MetricResult = Field(description="share of items correct in both orders, with a Wilson interval")
     position: PositionResult
 
 
@@ -248,6 +283,9 @@ def swap_accuracy(
     a_label: Any = "A",
     b_label: Any = "B",
     tie_label: Any = "tie",
+    level: float = DEFAULT_LEVEL,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int | None = 0,
 ) -> SwapAccuracyResult:
     """Per-order accuracy, their average, accuracy in both orders, and position consistency.
 
@@ -256,6 +294,10 @@ def swap_accuracy(
     either order or its reference failed; the policy then applies to the whole item
     (``exclude`` drops it from every figure, ``wrong`` makes each failed order incorrect,
     ``tie`` reads a failed order as a tie).
+
+    Intervals at ``level``: Wilson for each order's accuracy and for both-orders accuracy
+    (counts of correct items); for ``average`` a seeded paired BCa bootstrap over items, the
+    two orders of an item resampled together since they judge the same items.
     """
     policy = check_policy(unparsed)
     if second is None:
@@ -275,11 +317,32 @@ def swap_accuracy(
     hits_s = [hit(s, r) for s, r in zip(kept_s, refs, strict=True)]
     counts = res.counts
 
-    def rate(hits: list[bool]) -> float | None:
-        return float(np.mean(hits)) if hits else None
+    def share(name: str, hits: list[bool]) -> MetricResult:
+        value = float(np.mean(hits)) if hits else None
+        ci = proportion_interval(sum(hits), len(hits), level=level)
+        return MetricResult(name=name, value=value, counts=counts, interval=ci)
 
-    acc_f, acc_s = rate(hits_f), rate(hits_s)
-    both = rate([a and b for a, b in zip(hits_f, hits_s, strict=True)])
+    first_order = share("accuracy_first_order", hits_f)
+    second_order = share("accuracy_second_order", hits_s)
+    both = share("accuracy_both_orders", [a and b for a, b in zip(hits_f, hits_s, strict=True)])
+    acc_f, acc_s = first_order.value, second_order.value
+    average = None if acc_f is None or acc_s is None else (acc_f + acc_s) / 2
+
+    def mean_of_orders(f: NDArray[np.float64], s: NDArray[np.float64], axis: int = -1) -> NDArray[np.float64]:
+        return np.asarray((f.mean(axis=axis) + s.mean(axis=axis)) / 2, dtype=float)
+
+    average_ci = (
+        bootstrap_interval(
+            [np.asarray(hits_f, dtype=float), np.asarray(hits_s, dtype=float)],
+            mean_of_orders,
+            level=level,
+            n_resamples=n_resamples,
+            seed=seed,
+            method_name="paired-bootstrap-bca",
+        )
+        if average is not None
+        else None
+    )
     position = position_consistency(
         [Failure.UNPARSED if isinstance(v, Failure) else v for v in kept_f],
         [Failure.UNPARSED if isinstance(v, Failure) else v for v in kept_s],
@@ -287,12 +350,16 @@ def swap_accuracy(
         a_label=a_label,
         b_label=b_label,
         tie_label=tie_label,
+        level=level,
+        n_resamples=n_resamples,
+        seed=seed,
     )
     position = position.model_copy(update={"counts": counts})
     return SwapAccuracyResult(
-        first_order=MetricResult(name="accuracy_first_order", value=acc_f, counts=counts),
-        second_order=MetricResult(name="accuracy_second_order", value=acc_s, counts=counts),
-        average=None if acc_f is None or acc_s is None else (acc_f + acc_s) / 2,
-        both=MetricResult(name="accuracy_both_orders", value=both, counts=counts),
+        first_order=first_order,
+        second_order=second_order,
+        average=average,
+        average_interval=average_ci,
+        both=both,
         position=position,
     )

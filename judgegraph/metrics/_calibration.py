@@ -1,7 +1,8 @@
-"""Calibration of judge confidence: reliability curve, ECE, MCE and Brier score.
+"""Calibration of judge confidence: reliability curve, ECE, MCE and Brier score, and AUROC
+(how well the confidence separates the judge's correct verdicts from its wrong ones).
 
 Binning uses ``scipy.stats.binned_statistic`` (bins are half-open except the last,
-which includes 1.0); the Brier score is scikit-learn's.
+which includes 1.0); the Brier score and AUROC are scikit-learn's.
 """
 
 from __future__ import annotations
@@ -16,11 +17,20 @@ from pydantic import Field
 
 from judgegraph.types import FrozenModel
 
-from ._inputs import ItemCounts, ScoreField, UnparsedPolicy, check_policy, resolve_columns
+from ._inputs import (
+    ItemCounts,
+    MetricResult,
+    ScoreField,
+    UnparsedPolicy,
+    check_policy,
+    resolve_columns,
+)
+from ._intervals import DEFAULT_LEVEL, DEFAULT_RESAMPLES, bootstrap_interval
 
 __all__ = [
     "CalibrationResult",
     "ReliabilityBin",
+    "auroc",
     "calibration",
     "expected_calibration_error",
     "reliability_curve",
@@ -179,3 +189,73 @@ def calibration(
         n_without_confidence=n_noconf,
         counts=counts,
     )
+
+
+def _rank_auc(correct_conf: np.ndarray, wrong_conf: np.ndarray, axis: int = -1) -> np.ndarray:
+    """AUROC along ``axis`` from the Mann–Whitney U: P(correct's confidence > wrong's), ties
+    counted half (average ranks), which is what ``roc_auc_score`` computes. Vectorized over
+    resamples for ``bootstrap_interval``; a test checks it against scikit-learn."""
+    from scipy import stats
+
+    x = np.moveaxis(correct_conf, axis, -1)
+    y = np.moveaxis(wrong_conf, axis, -1)
+    n1, n0 = x.shape[-1], y.shape[-1]
+    ranks = stats.rankdata(np.concatenate([x, y], axis=-1), axis=-1)
+    return np.asarray((ranks[..., :n1].sum(axis=-1) - n1 * (n1 + 1) / 2) / (n1 * n0), dtype=float)
+
+
+def auroc(
+    confidences: Sequence[Any],
+    correct: Sequence[Any],
+    *,
+    level: float = DEFAULT_LEVEL,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int | None = 0,
+) -> MetricResult:
+    """Area under the ROC curve of the judge's confidence as a detector of its own correct
+    verdicts (``sklearn.metrics.roc_auc_score`` with ``correct`` as the positive class).
+
+    0.5: the confidence says nothing about which verdicts are right; 1: every correct verdict
+    is more confident than every wrong one. Unlike ECE it ignores the confidence's scale (any
+    real score works), only its ranking. Items whose confidence or correctness is missing
+    (None, NaN, a failed result) are excluded and counted. ``value`` is None unless both
+    correct and wrong verdicts remain (AUROC is undefined with one class).
+
+    The interval is a seeded bootstrap over items (BCa at ``level``), stratified: correct and
+    wrong verdicts are resampled separately, each group keeping its size. A plain resample of
+    items can draw only one class (likely when the judge is rarely wrong), where AUROC is
+    undefined; dropping such resamples would bias the interval and keeping them would make it
+    NaN. Fixing the class sizes, as pROC's default bootstrap and DeLong's interval do, treats
+    AUROC as conditional on the judge's observed number of errors. None when either class has
+    fewer than two items, where no resample can say how the other ranks around it.
+    """
+    from sklearn.metrics import roc_auc_score
+
+    if len(confidences) != len(correct):
+        raise ValueError("confidences and correct must be equally long")
+    res = resolve_columns([confidences, correct], unparsed="exclude")
+    conf: list[float] = []
+    hit: list[bool] = []
+    for c, y in zip(*res.columns, strict=True):
+        if isinstance(c, bool) or not isinstance(c, int | float) or not math.isfinite(c):
+            raise ValueError(f"a confidence must be a finite number, got {c!r}")
+        if y not in (0, 1):  # True/False and 0/1 only, as bool_flags reads them
+            raise ValueError(f"correct must hold booleans, got {y!r}")
+        conf.append(float(c))
+        hit.append(bool(y))
+    counts = res.counts
+    y_true = np.asarray(hit, dtype=int)
+    scores = np.asarray(conf, dtype=float)
+    if y_true.size == 0 or y_true.min() == y_true.max():
+        return MetricResult(name="auroc", value=None, counts=counts)
+    value = float(roc_auc_score(y_true, scores))
+    ci = bootstrap_interval(
+        [scores[y_true == 1], scores[y_true == 0]],
+        _rank_auc,
+        level=level,
+        n_resamples=n_resamples,
+        seed=seed,
+        method_name="stratified-bootstrap-bca",
+        paired=False,
+    )
+    return MetricResult(name="auroc", value=value, counts=counts, interval=ci)

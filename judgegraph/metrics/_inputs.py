@@ -86,6 +86,8 @@ class Interval(FrozenModel):
             "bootstrap-percentile": "bootstrap (percentile)",
             "paired-bootstrap-bca": "paired bootstrap (BCa)",
             "paired-bootstrap-percentile": "paired bootstrap (percentile)",
+            "stratified-bootstrap-bca": "stratified bootstrap (BCa)",
+            "stratified-bootstrap-percentile": "stratified bootstrap (percentile)",
             "rogan-gladen-bootstrap": "Rogan–Gladen, bootstrap over both samples",
             "normal": "normal (CLT)",
             "ppi-clt": "prediction-powered (CLT)",

@@ -35,10 +35,14 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "PairedDifference",
     "ProportionMethod",
+    "TieCredit",
+    "accuracy_credit",
     "bool_flags",
     "bootstrap_interval",
+    "check_ties",
     "kappa_codes",
     "mean_interval",
+    "mean_statistic",
     "paired_difference",
     "proportion_interval",
     "vectorized_kappa",
@@ -47,6 +51,7 @@ __all__ = [
 ProportionMethod = Literal["wilson", "exact"]
 KappaWeights = Literal["linear", "quadratic"]
 DifferenceMetric = Literal["accuracy", "cohen_kappa"]
+TieCredit = Literal["exact", "half"]
 
 DEFAULT_LEVEL = 0.95
 # 2,000 resamples keep a bootstrap bound's Monte Carlo error near 0.5 point at n ≈ 1,000
@@ -101,19 +106,23 @@ def bootstrap_interval(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int | None = 0,
     method_name: str = "bootstrap-bca",
+    paired: bool = True,
 ) -> Interval | None:
     """scipy's BCa bootstrap over items, the arrays in ``data`` resampled jointly (paired).
 
     ``statistic(*arrays, axis=-1)`` must be vectorized. Falls back to the percentile interval
     when BCa is undefined (every resample gives the same value, e.g. perfect agreement), and
-    gives None when the statistic itself is undefined in the resamples.
+    gives None when the statistic itself is undefined in the resamples. ``paired=False``
+    resamples each array on its own, keeping its size: a stratified bootstrap whose strata
+    are the arrays (``auroc`` resamples correct and wrong verdicts so). None when an array
+    holds fewer than two items.
     """
     from scipy import stats
 
     _check_level(level)
-    if not data or data[0].size < 2:
+    if not data or min(int(d.size) for d in data) < 2:
         return None
-    n = int(data[0].size)
+    n = int(data[0].size) if paired else sum(int(d.size) for d in data)  # values per resample
     rng = np.random.default_rng(seed)
     # BCa's jackknife costs n statistics over n − 1 items (n² work): past BCA_MAX_ITEMS the
     # percentile interval, whose skew error shrinks with n anyway, keeps a big report fast.
@@ -126,7 +135,7 @@ def bootstrap_interval(
                 tuple(data),
                 statistic,
                 n_resamples=n_resamples,
-                paired=True,
+                paired=paired,
                 vectorized=True,
                 confidence_level=level,
                 method=method,
@@ -138,6 +147,35 @@ def bootstrap_interval(
             name = method_name if method == "BCa" else method_name.replace("bca", "percentile")
             return Interval(low=low, high=high, level=level, method=name)
     return None
+
+
+def mean_statistic(x: NDArray[np.float64], axis: int = -1) -> NDArray[np.float64]:
+    """The mean along ``axis``: ``bootstrap_interval``'s statistic for a mean of per-item scores."""
+    return np.asarray(x.mean(axis=axis), dtype=float)
+
+
+def check_ties(ties: str) -> TieCredit:
+    if ties not in ("exact", "half"):
+        raise ValueError(f"ties must be 'exact' or 'half', got {ties!r}")
+    return ties  # type: ignore[return-value]
+
+
+def accuracy_credit(
+    pred: NDArray[np.int64], ref: NDArray[np.int64], *, tie_code: int | None, ties: TieCredit
+) -> NDArray[np.float64]:
+    """Per-item accuracy credit from label codes (negative codes: failed items kept as wrong).
+
+    1 for an exact match. Under ``ties="half"``, 0.5 where one side is the tie label and the
+    other a decisive label (not the tie, not a failure), as a win rate counts a tie half a win;
+    0 otherwise. A failure kept under ``unparsed="wrong"`` is never decisive: it earns nothing.
+    """
+    exact = (pred == ref) & (pred >= 0) & (ref >= 0)
+    credit = np.asarray(exact, dtype=float)
+    if ties == "half" and tie_code is not None:
+        p_tie, r_tie = pred == tie_code, ref == tie_code
+        half = (p_tie & (ref >= 0) & ~r_tie) | (r_tie & (pred >= 0) & ~p_tie)
+        credit[half] = 0.5
+    return credit
 
 
 def _weight_matrix(k: int, weights: KappaWeights | None) -> NDArray[np.float64]:
@@ -196,6 +234,7 @@ def paired_difference(
     metric: DifferenceMetric = "accuracy",
     unparsed: UnparsedPolicy = "exclude",
     tie_label: Any = "tie",
+    ties: TieCredit = "exact",
     level: float = DEFAULT_LEVEL,
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int | None = 0,
@@ -206,9 +245,18 @@ def paired_difference(
     together), which is what makes the interval narrower than two separate ones when the
     judges err on the same items. An item failed by either judge is handled by ``unparsed``
     for both, so that the two figures are computed on the same items.
+
+    ``ties="half"`` (accuracy only) scores as ``accuracy(..., ties="half")`` does: an item
+    where one side is ``tie_label`` and the other a decisive label earns half credit, as a
+    win rate counts a tie; exact matches earn 1. Kappa has no half agreement: refused.
     """
     if metric not in ("accuracy", "cohen_kappa"):
         raise ValueError(f"metric must be 'accuracy' or 'cohen_kappa', got {metric!r}")
+    ties = check_ties(ties)
+    if ties == "half" and metric != "accuracy":
+        raise ValueError(
+            "ties='half' is defined for metric='accuracy' only: kappa's chance correction has no half agreement"
+        )
     res = resolve_columns([predictions_a, predictions_b, references], unparsed=unparsed, tie_label=tie_label)
     cols = res.columns
     if not res.index:
@@ -223,24 +271,47 @@ def paired_difference(
     a_codes = [code(v, PRED_WRONG) for v in cols[0]]
     b_codes = [code(v, PRED_WRONG - 10) for v in cols[1]]  # A's and B's failures differ from each other too
     r_codes = [code(v, REF_WRONG) for v in cols[2]]
-    (a, b, r), k = kappa_codes([a_codes, b_codes, r_codes])
 
-    def stat(ax: NDArray[np.int64], bx: NDArray[np.int64], rx: NDArray[np.int64], axis: int = -1) -> NDArray[Any]:
-        if metric == "accuracy":
-            return np.asarray((ax == rx).mean(axis=axis) - (bx == rx).mean(axis=axis), dtype=float)
-        return vectorized_kappa(rx, ax, k=k, axis=axis) - vectorized_kappa(rx, bx, k=k, axis=axis)
+    data: list[NDArray[Any]]
+    va: float | None
+    vb: float | None
+    stat: Callable[..., NDArray[np.float64]]
+    if metric == "accuracy":
+        # Per-item credit (1 / 0, or 0.5 for a tie against a decisive label under "half"):
+        # the difference of mean credits, resampled jointly.
+        tie_code = index.get(tie_label)
+        ca, cb = (
+            accuracy_credit(
+                np.asarray(x, dtype=np.int64), np.asarray(r_codes, dtype=np.int64), tie_code=tie_code, ties=ties
+            )
+            for x in (a_codes, b_codes)
+        )
+        va, vb = float(ca.mean()), float(cb.mean())
+        data = [ca, cb]
 
-    def one(x: NDArray[np.int64]) -> float | None:
-        if metric == "accuracy":
-            return float((x == r).mean())
-        value = float(vectorized_kappa(r, x, k=k))
-        return value if math.isfinite(value) else None
+        def credit_diff(cax: NDArray[np.float64], cbx: NDArray[np.float64], axis: int = -1) -> NDArray[np.float64]:
+            return np.asarray(cax.mean(axis=axis) - cbx.mean(axis=axis), dtype=float)
 
-    va, vb = one(a), one(b)
+        stat = credit_diff
+
+    else:
+        (a, b, r), k = kappa_codes([a_codes, b_codes, r_codes])
+        data = [a, b, r]
+
+        def kappa_diff(
+            ax: NDArray[np.int64], bx: NDArray[np.int64], rx: NDArray[np.int64], axis: int = -1
+        ) -> NDArray[np.float64]:
+            return vectorized_kappa(rx, ax, k=k, axis=axis) - vectorized_kappa(rx, bx, k=k, axis=axis)
+
+        stat = kappa_diff
+
+        ka, kb = float(vectorized_kappa(r, a, k=k)), float(vectorized_kappa(r, b, k=k))
+        va, vb = (ka if math.isfinite(ka) else None), (kb if math.isfinite(kb) else None)
+
     diff = None if va is None or vb is None else va - vb
     interval = (
         bootstrap_interval(
-            [a, b, r], stat, level=level, n_resamples=n_resamples, seed=seed, method_name="paired-bootstrap-bca"
+            data, stat, level=level, n_resamples=n_resamples, seed=seed, method_name="paired-bootstrap-bca"
         )
         if diff is not None
         else None
