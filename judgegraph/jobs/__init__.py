@@ -29,6 +29,7 @@ from ._spec import (
 )
 from ._store import ItemRecord, ResultRecord, RunInfo, RunMismatchError, Store, StoredRow
 from ._store_guard import RunLockedError, StoreCommitError, StoreError
+from ._summary_corrected import CorrectedRate, RateFigure
 
 if TYPE_CHECKING:
     from ._ray import run_spec_ray
@@ -39,6 +40,7 @@ __all__ = [
     "BackendConfig",
     "BatchEstimate",
     "BatchOptions",
+    "CorrectedRate",
     "ItemRecord",
     "JobProgress",
     "JobSpec",
@@ -48,6 +50,7 @@ __all__ = [
     "Limits",
     "PreparedRow",
     "ProgressCallback",
+    "RateFigure",
     "RateLimitedBackend",
     "RateLimiter",
     "ReportData",

@@ -21,6 +21,7 @@ from rich.progress import (
 from rich.text import Text
 
 from ._recorder import JobProgress, JobSummary
+from ._summary_corrected import corrected_lines
 
 __all__ = ["BATCH_ENDS", "BATCH_STATES", "JobBars", "print_summary", "progress_display"]
 
@@ -116,9 +117,10 @@ def _cost(usd: float | None) -> str:
 
 
 def print_summary(out: Console, err: Console, s: JobSummary) -> int:
-    """The run's summary: its counts and where its report is on ``out``
-    (stdout: the result, for a pipe), the rows that failed on ``err``
-    (diagnostics). Returns how many rows failed or were invalid."""
+    """The run's summary: its counts, its judge-corrected rates when rows
+    carry human labels, and where its report is on ``out`` (stdout: the
+    result, for a pipe), the rows that failed on ``err`` (diagnostics).
+    Returns how many rows failed or were invalid."""
     out.print(
         f"run [bold]{s.run_id}[/bold] in {s.store}: {s.rows} rows, {s.judged} judged now, "
         f"{s.cached} already done; ok {s.ok}, unparsed {s.unparsed}, error {s.errors}, invalid {s.invalid}; "
@@ -126,6 +128,10 @@ def print_summary(out: Console, err: Console, s: JobSummary) -> int:
         highlight=False,
         soft_wrap=True,
     )
+    for line in corrected_lines(s.corrected or []):
+        out.print(escape(line), highlight=False, soft_wrap=True)
+    if s.corrected == []:
+        err.print("  no judge-corrected rates: they need human labels on at least two rows with a usable verdict")
     for p in s.problems[:20]:
         err.print(f"  [red]•[/red] {escape(p)}", highlight=False, soft_wrap=True)
     if s.problems_total > 20:

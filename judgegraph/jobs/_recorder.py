@@ -6,10 +6,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ._spec import PreparedRow
 from ._store import ItemRecord, ResultRecord, Store
+from ._summary_corrected import CorrectedRate, run_corrected
 
 __all__ = ["JobProgress", "JobSummary", "ProgressCallback"]
 
@@ -55,7 +56,10 @@ class JobSummary(BaseModel):
     rows by their verdict, judged now or found in the store (``judged`` and
     ``cached`` say which), so a rerun of a failed run still reports its
     failures. ``problems`` lists the first input problems and judge
-    failures of this invocation by row; all of them are in the store."""
+    failures of this invocation by row; all of them are in the store.
+    ``corrected``: when rows carry human labels (the source's ``label``),
+    the judge's rates beside the same rates corrected for its errors,
+    computed from every row the store holds for the run."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -77,6 +81,11 @@ class JobSummary(BaseModel):
     problems: list[str]
     problems_total: int
     requests: int = 0  # model calls for the items judged now, retries and repair rounds included
+    corrected: list[CorrectedRate] | None = Field(
+        default=None,
+        description="judge-corrected rates (prediction-powered, as the report's) over the run's stored rows; "
+        "None when no judged row has a human label, empty when fewer than two rows with a usable verdict do",
+    )
 
 
 _MAX_PROBLEMS = 100
@@ -97,6 +106,7 @@ class _Recorder:
         self.problems: list[str] = []
         self.problems_total = 0
         self.started_wall = time.time()
+        self.labelled = False  # a row read in this invocation carries a human label
 
     def problem(self, text: str) -> None:
         self.problems_total += 1
@@ -121,6 +131,7 @@ class _Recorder:
         input_json: str | None,
     ) -> None:
         self.progress.rows += 1
+        self.labelled = self.labelled or label is not None
         self.store.add_item(
             ItemRecord(self.run_id, file, row, item_hash, item_id, label, category, problem), input_json
         )
@@ -179,8 +190,21 @@ class _Recorder:
             self.callback(self.progress)
 
 
+def _corrected(rec: _Recorder, store: Store) -> list[CorrectedRate] | None:
+    """The run's corrected rates; every row of the run is read in each invocation, so no label
+    seen now means none stored, and the store is not read again."""
+    if not rec.labelled:
+        return None
+    try:
+        return run_corrected(store, rec.run_id)
+    except ImportError as exc:  # the metrics extra is missing: the run itself is fine
+        rec.problem(f"judge-corrected rates not computed: {exc} (pip install 'judgegraph[metrics]')")
+        return None
+
+
 def _summary(rec: _Recorder, store: Store, engine: str, resumed: bool, elapsed: float) -> JobSummary:
     p = rec.progress
+    corrected = _corrected(rec, store)
     return JobSummary(
         run_id=rec.run_id,
         store=str(store.path),
@@ -200,4 +224,5 @@ def _summary(rec: _Recorder, store: Store, engine: str, resumed: bool, elapsed: 
         elapsed_s=elapsed,
         problems=rec.problems,
         problems_total=rec.problems_total,
+        corrected=corrected,
     )

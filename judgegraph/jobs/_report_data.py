@@ -5,14 +5,26 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..types import Status
 from ._store import StoredRow
 
-__all__ = ["CascadePoint", "ComparisonRow", "ReportComparison", "ReportData", "corrected_estimates"]
+if TYPE_CHECKING:
+    from judgegraph.metrics import CorrectedEstimate
+
+__all__ = [
+    "CascadePoint",
+    "ComparisonRow",
+    "ReportComparison",
+    "ReportData",
+    "corrected_estimates",
+    "corrected_rates",
+    "judged_verdict",
+    "shown_as_share",
+]
 
 
 class _M(BaseModel):
@@ -116,6 +128,14 @@ def _prediction(kind: str, r: StoredRow) -> Any:
     return res.get("score")
 
 
+def judged_verdict(kind: str, r: StoredRow) -> tuple[str | None, Any, Any] | None:
+    """``(item id, verdict or the Status of its failure, stored label)`` for a row that was judged;
+    None for a row with no verdict (invalid input, not judged yet, or unreadable in the store)."""
+    if r.item_hash is None or r.status is None:
+        return None
+    return (r.item_id, _prediction(kind, r), r.label)
+
+
 def _problem_kind(reason: str | None) -> str:
     if not reason:
         return "unknown"
@@ -187,8 +207,10 @@ class _Acc:
         self.completion_tokens += r.completion_tokens
         if r.status != "ok":
             self._problem(where, r.status, r.reason or "")
-        pred = _prediction(self.kind, r)
-        self.judged.append((r.item_id, pred, r.label))
+        judged = judged_verdict(self.kind, r)
+        assert judged is not None  # the row has a hash and a status
+        self.judged.append(judged)
+        pred = judged[1]
         if r.status == "ok":
             self.dist["judge"][self._bucket(pred)] += 1
             for name, s in (res.get("criteria") or {}).items():
@@ -345,14 +367,21 @@ def _as_float(v: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def corrected_estimates(
+def shown_as_share(name: str) -> bool:
+    """Whether a corrected figure (by its name from :func:`corrected_rates`) is a share, shown as a percentage."""
+    return name.startswith("share ")
+
+
+def corrected_rates(
     kind: str, judged: list[tuple[str | None, Any, Any]], labels: Mapping[str, Any] | None = None
-) -> list[dict[str, Any]]:
+) -> list[CorrectedEstimate]:
     """Judge-corrected rates (prediction-powered) over the rows with a usable verdict.
 
-    Pairwise: the share of rows where A wins and where B wins; pointwise and rubric: the mean
-    score. A row's human value is its entry in ``labels`` (by item id) or else its stored label.
-    Needs at least two labelled rows; rows whose verdict failed are left out of every figure.
+    ``judged``: ``(item id, verdict or failure Status, stored label)`` per judged row (see
+    :func:`judged_verdict`). Pairwise: the share of rows where A wins and where B wins; pointwise
+    and rubric: the mean score. A row's human value is its entry in ``labels`` (by item id) or else
+    its stored label. Needs at least two labelled rows; rows whose verdict failed (or, for scores,
+    is not a number) are left out of every figure, so ``n_items`` counts the rows that are in.
     """
     from .. import metrics
 
@@ -360,18 +389,23 @@ def corrected_estimates(
     humans = [labels.get(i, lab) if labels is not None and i is not None else lab for i, _, lab in rows]
     if sum(h is not None for h in humans) < 2:
         return []
-    out: list[dict[str, Any]] = []
     if kind == "pairwise":
+        out: list[CorrectedEstimate] = []
         for side in ("A", "B"):
             judge = [pred == side for _, pred, _ in rows]
             human = [None if h is None else str(h) == side for h in humans]
-            est = metrics.ppi_mean(judge, human, name=f"share where {side} wins")
-            out.append(est.model_dump(mode="json"))
+            out.append(metrics.ppi_mean(judge, human, name=f"share where {side} wins"))
         return out
     judge_scores = [_as_float(pred) for _, pred, _ in rows]
     keep = [i for i, v in enumerate(judge_scores) if v is not None]
     human_scores = [None if humans[i] is None else _as_float(humans[i]) for i in keep]
     if sum(h is not None for h in human_scores) < 2:
         return []
-    est = metrics.ppi_mean([judge_scores[i] for i in keep], human_scores, name="mean score")
-    return [est.model_dump(mode="json")]
+    return [metrics.ppi_mean([judge_scores[i] for i in keep], human_scores, name="mean score")]
+
+
+def corrected_estimates(
+    kind: str, judged: list[tuple[str | None, Any, Any]], labels: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """:func:`corrected_rates` as JSON, for the report's ``summary.json``."""
+    return [est.model_dump(mode="json") for est in corrected_rates(kind, judged, labels)]

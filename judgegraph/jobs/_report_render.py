@@ -9,7 +9,7 @@ from typing import Any
 
 from judgegraph.reporting import RENDER_CHECK_JS, REPORT_CSS, bar_chart, heatmap, interval_chart, line_chart, money
 
-from ._report_data import ReportData
+from ._report_data import ReportData, shown_as_share
 
 __all__ = ["render_html", "render_markdown"]
 
@@ -39,7 +39,7 @@ def _corrected_rows(d: ReportData) -> list[tuple[str, str, str, str]]:
     """(figure, naive, corrected, human only) for each corrected estimate."""
     rows = []
     for e in d.corrected:
-        pct = "share" in e["name"]
+        pct = shown_as_share(e["name"])
         naive, human = e["naive"], e["human_only"]
         rows.append(
             (
