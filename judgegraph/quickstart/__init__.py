@@ -1,9 +1,10 @@
 """``judgegraph quickstart``: the whole loop on bundled data.
 
-Collected traces (PandaLM's test set, shipped in the package) are split by
-prompt; a local judge is trained on the train split; the pairwise graph judges
-the held-out split with that judge as tier 1 and a teacher as tier 2; the
-result is measured against the human majority.
+Collected traces (PandaLM's test set, shipped in the package) are dealt into
+folds by prompt; the pairwise graph judges every item with a local judge that
+never saw its prompt as tier 1 and a teacher as tier 2, escalating by a budget
+picked on the other folds; the result is measured against the human majority.
+The local judge saved for later use learns from every item.
 
 The data helpers import only pydantic and the datasets module; the run
 itself (``run_quickstart``) loads torch and transformers when it trains.
@@ -15,14 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from ._data import (
     PANDALM_ITEMS,
+    PandaLMFolds,
     QuickstartSplit,
     bundled_pandalm,
+    fold_pandalm_by_prompt,
     load_bundled_pandalm,
     split_pandalm_by_prompt,
 )
 
 if TYPE_CHECKING:
-    from ._models import BudgetChoice, QuickstartOptions, QuickstartResult, TableRow
+    from ._models import BudgetChoice, FoldPlan, QuickstartOptions, QuickstartResult, TableRow
     from ._render import print_result, result_markdown, result_table
     from ._run import arun_quickstart, run_quickstart
     from ._stored import table_row
@@ -30,12 +33,15 @@ if TYPE_CHECKING:
 __all__ = [
     "PANDALM_ITEMS",
     "BudgetChoice",
+    "FoldPlan",
+    "PandaLMFolds",
     "QuickstartOptions",
     "QuickstartResult",
     "QuickstartSplit",
     "TableRow",
     "arun_quickstart",
     "bundled_pandalm",
+    "fold_pandalm_by_prompt",
     "load_bundled_pandalm",
     "print_result",
     "result_markdown",
@@ -47,6 +53,7 @@ __all__ = [
 
 _LAZY = {
     "BudgetChoice": "._models",
+    "FoldPlan": "._models",
     "QuickstartOptions": "._models",
     "QuickstartResult": "._models",
     "TableRow": "._models",

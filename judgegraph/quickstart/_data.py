@@ -31,8 +31,10 @@ from judgegraph.datasets import PandaLMItem, load_pandalm
 
 __all__ = [
     "PANDALM_ITEMS",
+    "PandaLMFolds",
     "QuickstartSplit",
     "bundled_pandalm",
+    "fold_pandalm_by_prompt",
     "load_bundled_pandalm",
     "split_pandalm_by_prompt",
 ]
@@ -118,6 +120,39 @@ def split_pandalm_by_prompt(
     """
     if not 0 < heldout_fraction < 1:
         raise ValueError(f"heldout_fraction must be in (0, 1), got {heldout_fraction}")
+    kept = _kept(items, seed=seed, limit=limit, dedupe=dedupe, min_prompts=min_prompts)
+    usable, keys, dropped, duplicates = kept.items, kept.keys, kept.dropped_empty, kept.dropped_duplicates
+    if len(keys) < 2:
+        raise ValueError(f"need at least two prompts to split, got {len(keys)}")
+
+    n_held = min(max(1, round(len(keys) * heldout_fraction)), len(keys) - 1)
+    held_keys = set(keys[:n_held])
+    train_keys = set(keys[n_held:])
+    train = [i for i in usable if _group_key(i) in train_keys]
+    heldout = [i for i in usable if _group_key(i) in held_keys]
+    return QuickstartSplit(
+        seed=seed,
+        heldout_fraction=heldout_fraction,
+        train=train,
+        heldout=heldout,
+        train_prompts=len(keys) - n_held,
+        heldout_prompts=n_held,
+        dropped_empty=dropped,
+        dropped_duplicates=duplicates,
+        limited_to=limit,
+    )
+
+
+class _Kept(BaseModel):
+    items: list[PandaLMItem]
+    keys: list[str] = Field(description="the kept prompts, in the seeded order")
+    dropped_empty: int
+    dropped_duplicates: int
+
+
+def _kept(items: Sequence[PandaLMItem], *, seed: int, limit: int | None, dedupe: bool, min_prompts: int) -> _Kept:
+    """The judgeable items (and their prompts, seeded order): empty responses
+    dropped, repeated comparisons too with ``dedupe``, whole prompts up to ``limit``."""
     if limit is not None and limit < 2:
         raise ValueError(f"limit must be at least 2 items, got {limit}")
     usable = [i for i in items if not i.has_empty_response]
@@ -151,22 +186,65 @@ def split_pandalm_by_prompt(
             kept.append(key)
             total += len(groups[key])
         keys = kept
-    if len(keys) < 2:
-        raise ValueError(f"need at least two prompts to split, got {len(keys)}")
-
-    n_held = min(max(1, round(len(keys) * heldout_fraction)), len(keys) - 1)
-    held_keys = set(keys[:n_held])
-    train_keys = set(keys[n_held:])
-    train = [i for i in usable if _group_key(i) in train_keys]
-    heldout = [i for i in usable if _group_key(i) in held_keys]
-    return QuickstartSplit(
-        seed=seed,
-        heldout_fraction=heldout_fraction,
-        train=train,
-        heldout=heldout,
-        train_prompts=len(keys) - n_held,
-        heldout_prompts=n_held,
+    chosen = set(keys)
+    return _Kept(
+        items=[i for i in usable if _group_key(i) in chosen],
+        keys=keys,
         dropped_empty=dropped,
         dropped_duplicates=duplicates,
+    )
+
+
+class PandaLMFolds(BaseModel):
+    """Every judgeable item, dealt into folds by prompt: each item is judged by
+    a judge fitted, and with a budget picked, on the other folds only."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seed: int
+    folds: int = Field(ge=2)
+    items: list[PandaLMItem]
+    fold_of: dict[str, int] = Field(description="prompt -> fold (0-based)")
+    dropped_empty: int = Field(ge=0, description="items left out because a response is empty")
+    dropped_duplicates: int = Field(ge=0, description="repeated identical comparisons left out")
+    limited_to: int | None = Field(default=None, description="items kept by a reduced run, before the folds")
+
+    def fold(self, k: int) -> list[PandaLMItem]:
+        """The items of fold ``k``."""
+        return [i for i in self.items if self.fold_of[_group_key(i)] == k]
+
+    def describe(self) -> str:
+        """One line stating the folds, for tables and reports."""
+        dupes = f" and {self.dropped_duplicates} repeated identical comparisons" if self.dropped_duplicates else ""
+        limited = f", reduced run of {self.limited_to} items" if self.limited_to is not None else ""
+        sizes = ", ".join(str(len(self.fold(k))) for k in range(self.folds))
+        return (
+            f"PandaLM test set, {len(self.items)} items on {len(self.fold_of)} prompts, dealt by prompt into "
+            f"{self.folds} folds (seed {self.seed}; {sizes} items); {self.dropped_empty} items with an empty "
+            f"response{dupes} left out{limited}"
+        )
+
+
+def fold_pandalm_by_prompt(
+    items: Sequence[PandaLMItem],
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    limit: int | None = None,
+    dedupe: bool = True,
+) -> PandaLMFolds:
+    """Deal the judgeable items into ``folds`` folds by prompt (every item of a
+    prompt in one fold). ``limit``, ``dedupe`` and the dropped items as for
+    :func:`split_pandalm_by_prompt`."""
+    from judgegraph.finetune import assign_folds
+
+    kept = _kept(items, seed=seed, limit=limit, dedupe=dedupe, min_prompts=folds)
+    return PandaLMFolds(
+        seed=seed,
+        folds=folds,
+        items=kept.items,
+        fold_of=assign_folds(kept.keys, folds=folds, seed=seed),
+        dropped_empty=kept.dropped_empty,
+        dropped_duplicates=kept.dropped_duplicates,
         limited_to=limit,
     )

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judgegraph.metrics import PairedDifference
 
-__all__ = ["BudgetChoice", "QuickstartOptions", "QuickstartResult", "TableRow"]
+__all__ = ["BudgetChoice", "FoldPlan", "QuickstartOptions", "QuickstartResult", "TableRow"]
 
 
 class QuickstartOptions(BaseModel):
@@ -29,9 +29,9 @@ class QuickstartOptions(BaseModel):
         default=0.5,
         gt=0,
         le=1,
-        description="the most the cascade may send to the teacher, as a share of items: the planner picks a "
-        "threshold escalating at most this share of the calibration items, and the held-out items, judged as "
-        "one batch, never escalate more than floor(budget x items) (the least confident first)",
+        description="the most the cascade may send to the teacher, as a share of items: for each fold the planner "
+        "picks a threshold escalating at most this share of the other folds' items, and the fold's own items, "
+        "judged as one batch, never escalate more than floor(budget x items) (the least confident first)",
     )
     pick: Literal["most-agreeing", "cheapest"] = Field(
         default="most-agreeing",
@@ -42,13 +42,16 @@ class QuickstartOptions(BaseModel):
         default=None, ge=0, le=1, description="with pick=cheapest, agreement to reach; default: the teacher's own"
     )
     folds: int = Field(
-        default=4, ge=2, le=10, description="cross-fitting folds (by prompt) that give the calibration verdicts"
+        default=5,
+        ge=2,
+        le=10,
+        description="folds by prompt: each item is judged by a head fitted on the other folds, with a budget "
+        "picked on the other folds' items",
     )
     merge: bool = Field(
         default=True, description="an escalated item's verdict merges the teacher's with the local probabilities"
     )
     seed: int = 0
-    heldout_fraction: float = Field(default=0.3, gt=0, lt=1)
     train_labels: Literal["human", "teacher"] = Field(
         default="teacher",
         description="what the local judge learns from: the teacher's recorded verdicts (distillation; humans "
@@ -92,27 +95,38 @@ class BudgetChoice(BaseModel):
     calibration_teacher: float
 
 
+class FoldPlan(BaseModel):
+    """The escalation rule one fold's items were judged with: the planner's
+    pick on the other folds' items, capped on this fold's batch."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fold: int = Field(description="1-based")
+    items: int
+    budget: BudgetChoice = Field(description="picked on the other folds' items only")
+    threshold: float | None = Field(
+        description="the rule applied to this fold's batch: the planner's threshold, lowered where it would "
+        "escalate more than cap_items; None: every item escalates"
+    )
+    cap_items: int = Field(description="the most of this fold's items the budget lets escalate")
+
+
 class QuickstartResult(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     split: str
-    fit_items: int
-    train_traces: int | None = Field(description="traces the local judge learned from; None for an endpoint judge")
-    calibration_items: int
-    heldout_items: int
+    items: int = Field(description="items judged and measured: every judgeable item, each out of fold")
+    train_traces: int | None = Field(
+        description="traces the saved local judge learned from (every item's); None for an endpoint judge"
+    )
     local_judge: str
     teacher: str
     reused_judge: bool
-    budget: BudgetChoice
-    heldout_threshold: float | None = Field(
-        description="the rule applied to the held-out batch: the planner's threshold, lowered where it would "
-        "escalate more than heldout_cap_items; None: every item escalates"
-    )
-    heldout_cap_items: int = Field(description="the most held-out items the budget lets escalate")
+    folds: list[FoldPlan]
     rows: list[TableRow]
     cascade_minus_teacher: PairedDifference | None = Field(
         default=None,
-        description="held-out agreement of the cascade minus the teacher's, same items, paired bootstrap interval",
+        description="agreement of the cascade minus the teacher's, same items, paired bootstrap interval",
     )
     store: Path
     report: Path

@@ -66,7 +66,7 @@ def _cells(row: TableRow) -> list[str]:
 
 
 def report_comparison(
-    rows: list[TableRow], difference: PairedDifference | None, *, heldout_items: int, cascade: str
+    rows: list[TableRow], difference: PairedDifference | None, *, items: int, cascade: str
 ) -> dict[str, Any]:
     """The terminal table for the HTML report (``write_report(comparison=...)``): the same cells and
     intervals, with each judge's agreement interval and cost for the plots; ``cascade`` names the row
@@ -85,7 +85,7 @@ def report_comparison(
             }
         )
     return {
-        "title": f"Local, teacher and cascade on the held-out split ({heldout_items} items)",
+        "title": f"Local, teacher and cascade on every item, each judged out of fold ({items} items)",
         "columns": list(COLUMNS),
         "rows": out,
         "mark": cascade,
@@ -96,7 +96,7 @@ def report_comparison(
 def result_table(result: QuickstartResult) -> Table:
     table = Table(
         *COLUMNS,
-        title=f"Held-out split: {result.heldout_items} items never used for training or for picking the budget",
+        title=f"{result.items} items, each judged by a head and a budget fitted on the other folds",
         caption=INTERVALS,
     )
     for row in result.rows:
@@ -104,19 +104,20 @@ def result_table(result: QuickstartResult) -> Table:
     return table
 
 
-def _budget_line(result: QuickstartResult) -> str:
-    b = result.budget
-    rule = escalation_rule(b.threshold)
-    return (
-        f"Budget: picked by the planner on calibration verdicts ({b.calibration_items} train items, each judged by "
-        f"a fold head that never saw its prompt; no held-out item): {b.recommendation} -> {b.policy} "
-        f"(calibration agreement {_pct(b.calibration_agreement)}; "
-        f"local alone {_pct(b.calibration_local)}, teacher alone {_pct(b.calibration_teacher)}). "
-        f"On new items that budget is the rule: escalate {rule}. "
-        f"Held-out batch ({result.heldout_items} items): at most {result.heldout_cap_items} may go up; "
-        f"escalate {escalation_rule(result.heldout_threshold)}"
-        + (" (capped)." if result.heldout_threshold != b.threshold else " (within the cap).")
-    )
+def _budget_lines(result: QuickstartResult) -> list[str]:
+    lines = [
+        "Budget, per fold: the planner picks it on the other folds' items (out-of-fold verdicts, human labels), "
+        "never on the fold's own; on the fold's batch at most floor(budget x items) go up, the least confident first."
+    ]
+    for plan in result.folds:
+        b = plan.budget
+        capped = " (capped)" if plan.threshold != b.threshold else ""
+        lines.append(
+            f"  fold {plan.fold} ({plan.items} items): {b.policy} (agreement on the other folds "
+            f"{_pct(b.calibration_agreement)}; local alone {_pct(b.calibration_local)}, teacher alone "
+            f"{_pct(b.calibration_teacher)}); escalate {escalation_rule(plan.threshold)}{capped}"
+        )
+    return lines
 
 
 def print_result(result: QuickstartResult, console: Console) -> None:
@@ -126,7 +127,8 @@ def print_result(result: QuickstartResult, console: Console) -> None:
         f"[bold]Tier 1[/] {result.local_judge}" + (" (reused from an earlier run)" if result.reused_judge else "")
     )
     console.print(f"[bold]Tier 2[/] {result.teacher}")
-    console.print(_budget_line(result))
+    for line in _budget_lines(result):
+        console.print(line, markup=False, highlight=False)
     console.print(f"Split: {result.split}")
     for note in result.notes:
         console.print(f"Note: {note}")

@@ -1,13 +1,14 @@
 """``judgegraph quickstart``: collect traces, train a local judge, judge in a
 graph with escalation to a teacher, measure against humans.
 
-Data: the bundled PandaLM test set, split by prompt into train / held-out.
-The local judge learns from the train items. For calibration, every train
-item is judged by a head fitted on the other folds of train prompts
-(cross-fitting, ``_crossfit``); the planner picks the escalation budget on
-those verdicts and the teacher's. The held-out items are used only for the
-final table and report. An escalated item's verdict merges the teacher's with
-the local judge's probabilities (``_combine``).
+Data: the bundled PandaLM test set, every judgeable item (about 870), dealt
+into folds by prompt. Each item is judged by a head fitted on the other folds
+(cross-fitting, ``_crossfit``), and each fold's escalation budget is picked by
+the planner on the other folds' items, their out-of-fold verdicts and human
+labels; so every item is measured, and none by a judge or a budget that saw
+its prompt or its label. An escalated item's verdict merges the teacher's with
+the local judge's probabilities (``_combine``). The local judge saved for
+later use learns from every item.
 
 Every judging step is a ``judgegraph.jobs`` run through the pairwise graph,
 stored in ``<workdir>/results.sqlite``: a second run finds its verdicts
@@ -29,11 +30,12 @@ from judgegraph.backends import Endpoint, parse_endpoint
 from judgegraph.cascade import Abstain, CascadeJudge, LowConfidence, Tier
 from judgegraph.datasets import PandaLMItem
 from judgegraph.judges import Judge
+from judgegraph.types import PairwiseVerdict
 
 from ._budget import _pick_budget, batch_threshold, escalation_rule
 from ._combine import CombinedTeacher, TeacherConfusion, merged_table
-from ._crossfit import CrossFitJudge, assign_folds, fold_judges
-from ._data import load_bundled_pandalm, split_pandalm_by_prompt
+from ._crossfit import CrossFitJudge, fold_judges
+from ._data import fold_pandalm_by_prompt, load_bundled_pandalm
 from ._judges import (
     GPT35_PRICING,
     GraphJudge,
@@ -41,7 +43,7 @@ from ._judges import (
     file_digest,
     recorded_teacher,
 )
-from ._models import QuickstartOptions, QuickstartResult
+from ._models import FoldPlan, QuickstartOptions, QuickstartResult
 from ._stored import _stored_results, paired_agreement, table_row
 
 __all__ = ["arun_quickstart", "run_quickstart"]
@@ -140,69 +142,62 @@ async def arun_quickstart(
     work = opts.workdir
     work.mkdir(parents=True, exist_ok=True)
 
-    # 1. Data: the bundled traces, split by prompt (train / held-out); the train
-    # prompts are dealt into folds for cross-fitted calibration.
-    items = load_bundled_pandalm()
-    split = split_pandalm_by_prompt(
-        items,
-        heldout_fraction=opts.heldout_fraction,
-        seed=opts.seed,
-        limit=opts.limit,
-        dedupe=True,
-        min_prompts=3,  # fit, calibration and held-out each need a prompt of their own
+    # 1. Data: the bundled traces, dealt into folds by prompt. Every item is
+    # judged by a head fitted on the other folds, and escalated by a budget the
+    # planner picked on the other folds' items: no figure uses a judge or a
+    # budget that saw the item's prompt or its human label.
+    data = fold_pandalm_by_prompt(
+        load_bundled_pandalm(), folds=opts.folds, seed=opts.seed, limit=opts.limit, dedupe=True
     )
-    train, held = split.train, split.heldout
-    fold_of = assign_folds(train, folds=opts.folds, seed=opts.seed + 1)
-    log(
-        f"data: {split.describe()}; the train prompts are dealt into {opts.folds} folds: each train item is "
-        "judged for calibration by a head fitted on the other folds"
-    )
-    cal_path, held_path = work / "data" / "calibration.jsonl", work / "data" / "heldout.jsonl"
-    cal_digest, held_digest = _write_source(cal_path, train), _write_source(held_path, held)
+    items, fold_of, k_folds = data.items, data.fold_of, data.folds
+    log(f"data: {data.describe()}")
+    path = work / "data" / "items.jsonl"
+    digest = _write_source(path, items)
     (work / "data" / "folds.json").write_text(json.dumps(fold_of, indent=1) + "\n", encoding="utf-8")
     clock["data"] = time.perf_counter() - started
 
-    # 2. Tier 1: the local judge (trained here, plus its fold heads) or an endpoint.
+    # 2. Tier 1: the fold heads (and the judge saved for later, from every item) or an endpoint.
     t = time.perf_counter()
-    local: Judge[Any, Any]
-    cal_judge: Judge[Any, Any]
+    fold_local: list[Judge[Any, Any]]
     reused = False
     train_traces: int | None = None
     if opts.judge is None:
-        from ._local import LocalClassifierJudge, load_or_train, traces_for
+        from ._local import load_or_train, traces_for
 
         probe, info, reused = load_or_train(
-            work / "local-judge", train, labels=opts.train_labels, progress=opts.progress, log=log
+            work / "local-judge", items, labels=opts.train_labels, progress=opts.progress, log=log
         )
         train_traces = info.train_pairs
-        texts = [x for it in (*train, *held) for x in (it.prompt, it.response1, it.response2)]
-        new = probe.warm(texts, progress=opts.progress)
+        new = probe.warm([x for it in items for x in (it.prompt, it.response1, it.response2)], progress=opts.progress)
         probe.save_cache()
         log(f"embedding cache: {new} new texts embedded, {len(probe.cache)} cached")
-        traces, _ = traces_for(train, opts.train_labels)
-        cal_judge = CrossFitJudge(fold_judges(probe, traces, fold_of, folds=opts.folds), fold_of)
+        traces, _ = traces_for(items, opts.train_labels)
+        fold_local = fold_judges(probe, traces, fold_of, folds=k_folds)
         clock["train"] = time.perf_counter() - t
-        local = LocalClassifierJudge(probe, name="local")
+        weights = file_digest([work / "local-judge" / "head.safetensors", work / "local-judge" / "classifier.json"])
         local_fp: dict[str, Any] = {
             "local": "encoder-probe",
-            "weights": file_digest(
-                [work / "local-judge" / "head.safetensors", work / "local-judge" / "classifier.json"]
-            ),
+            "weights": weights,
+            "cross-fit": k_folds,
+            "folds": _digest(fold_of),
         }
-        cal_fp: dict[str, Any] = {**local_fp, "cross-fit": opts.folds, "folds": _digest(fold_of)}
-        local_desc = f"local: all-MiniLM-L6-v2 + classifier head, {info.train_pairs} {info.labels}-labelled traces"
+        local_desc = (
+            f"local: all-MiniLM-L6-v2 + classifier head; each item judged by one of {k_folds} fold heads "
+            f"fitted on the {info.labels}-labelled traces of the other folds"
+        )
     else:
         ep = parse_endpoint(opts.judge)
-        local = cal_judge = build_endpoint_judge(ep, name="local")
-        local_fp = cal_fp = {"local": ep.model_dump()}
+        fold_local = [build_endpoint_judge(ep, name="local")] * k_folds
+        local_fp = {"local": ep.model_dump()}
         local_desc = f"local: {ep.label}"
         clock["train"] = 0.0
+    local = CrossFitJudge(fold_local, fold_of, name="local")
 
     # 3. Tier 2: the teacher, live or replayed.
     teacher_ep = _teacher_spec(opts)
     teacher: Judge[Any, Any]
     if teacher_ep is None:
-        teacher = recorded_teacher([*train, *held])
+        teacher = recorded_teacher(items)
         with _bundled_file("gpt-3.5-turbo-testset-v1.json") as gpt_file:
             teacher_fp: dict[str, Any] = {"teacher": "replay gpt-3.5-turbo", "data": file_digest([gpt_file])}
         teacher_desc = "teacher: gpt-3.5-turbo, recorded verdicts replayed"
@@ -222,124 +217,95 @@ async def arun_quickstart(
 
     store = Store(work / "results.sqlite")
     try:
-        # 4. Calibration: both tiers on the calibration split; the planner picks the budget there.
+        # 4. Both tiers alone on every item, each through the pairwise graph.
         t = time.perf_counter()
-        cal_local = await _run(
-            "calibration-local",
-            cal_judge,
-            cal_fp,
-            cal_path,
-            cal_digest,
-            store,
-            concurrency=local_conc,
-            describe="local judge, calibration split",
-            progress=opts.progress,
-        )
-        cal_teacher = await _run(
-            "calibration-teacher",
-            teacher,
-            teacher_fp,
-            cal_path,
-            cal_digest,
-            store,
-            concurrency=teacher_conc,
-            describe="teacher, calibration split",
-            progress=opts.progress,
-        )
-        lres, labels = _stored_results(store, cal_local)
-        tres, _ = _stored_results(store, cal_teacher)
-        confusion = TeacherConfusion.count(tres, labels)
-        up = merged_table(lres, tres, confusion, list(labels)) if opts.merge else tres
-        choice = _pick_budget(
-            lres, up, labels, budget=opts.budget, target=opts.target, pick=opts.pick, teacher_alone=tres
-        )
-        clock["calibrate"] = time.perf_counter() - t
-        thr = escalation_rule(choice.threshold)
-        log(
-            f"planner (calibration split, {choice.calibration_items} items): {choice.recommendation}: "
-            f"{choice.policy}; for new items that budget is the rule: escalate {thr}"
-        )
-
-        # 5. Held-out: local alone, teacher alone, and the cascade, each through the pairwise graph.
-        t = time.perf_counter()
-        held_local = await _run(
-            "heldout-local",
+        run_local = await _run(
+            "local",
             local,
             local_fp,
-            held_path,
-            held_digest,
+            path,
+            digest,
             store,
             concurrency=local_conc,
-            describe="local judge, held-out split",
+            describe="local judge, every item out of fold",
             progress=opts.progress,
         )
-        held_teacher = await _run(
-            "heldout-teacher",
+        run_teacher = await _run(
+            "teacher",
             teacher,
             teacher_fp,
-            held_path,
-            held_digest,
+            path,
+            digest,
             store,
             concurrency=teacher_conc,
-            describe="teacher, held-out split",
+            describe="teacher, every item",
             progress=opts.progress,
         )
-        # The held-out items are one batch job: the planner's threshold, capped so
-        # that at most --budget of this batch (its least confident items) goes up.
-        held_lres, _ = _stored_results(store, held_local)
-        held_conf = [v.confidence if v.ok else None for v in held_lres.values()]
-        held_thr = batch_threshold(choice.threshold, held_conf, opts.budget)
-        cap_items = math.floor(opts.budget * len(held_conf) + 1e-9)
-        if held_thr != choice.threshold:
-            log(
-                f"held-out batch ({len(held_conf)} items): the calibration threshold would send more than the "
-                f"budget ({opts.budget:.0%}, {cap_items} items) up; capped: escalate {escalation_rule(held_thr)}"
-            )
-        policy = (
-            Abstain(reason="the planner sends every item up") if held_thr is None else LowConfidence(threshold=held_thr)
-        )
-        top: Judge[Any, Any] = CombinedTeacher(teacher, local, confusion) if opts.merge else teacher
-        cascade = CascadeJudge([Tier(local, (policy,)), top], on_last_failure="fallback", name="cascade")
-        merge_fp = confusion.model_dump() if opts.merge else None
-        cascade_fp = {
-            "tiers": [local_fp, teacher_fp],
-            "escalate": policy.model_dump(),
-            "on_last_failure": "fallback",
-            "merge": merge_fp,
-        }
-        held_cascade = await _run(
-            "heldout-cascade",
-            cascade,
-            cascade_fp,
-            held_path,
-            held_digest,
-            store,
-            concurrency=local_conc,
-            describe="cascade, held-out split",
-            progress=opts.progress,
-        )
+        lres, labels = _stored_results(store, run_local)
+        tres, _ = _stored_results(store, run_teacher)
         clock["judge"] = time.perf_counter() - t
 
+        # 5. Per fold: the planner's budget on the other folds' items, capped on
+        # this fold's batch, and the cascade that applies it.
+        t = time.perf_counter()
+        fold_by_hash = _fold_by_hash(store, run_local, fold_of)
+        plans: list[FoldPlan] = []
+        cascades: list[Judge[Any, Any]] = []
+        fold_fps: list[dict[str, Any]] = []
+        for k in range(k_folds):
+            others = {h for h in labels if fold_by_hash[h] != k}
+            mine = [h for h in lres if fold_by_hash[h] == k]
+            o_local, o_teacher = _only(lres, others), _only(tres, others)
+            o_labels = {h: labels[h] for h in others}
+            confusion = TeacherConfusion.count(o_teacher, o_labels)
+            up = merged_table(o_local, o_teacher, confusion, list(o_labels)) if opts.merge else o_teacher
+            choice = _pick_budget(
+                o_local, up, o_labels, budget=opts.budget, target=opts.target, pick=opts.pick, teacher_alone=o_teacher
+            )
+            conf = [lres[h].confidence if lres[h].ok else None for h in mine]
+            thr = batch_threshold(choice.threshold, conf, opts.budget)
+            plan = FoldPlan(
+                fold=k + 1,
+                items=len(mine),
+                budget=choice,
+                threshold=thr,
+                cap_items=math.floor(opts.budget * len(mine) + 1e-9),
+            )
+            plans.append(plan)
+            log(_plan_line(plan))
+            policy = Abstain(reason="the planner sends every item up") if thr is None else LowConfidence(threshold=thr)
+            head = fold_local[k]
+            top: Judge[Any, Any] = CombinedTeacher(teacher, head, confusion) if opts.merge else teacher
+            cascades.append(CascadeJudge([Tier(head, (policy,)), top], on_last_failure="fallback", name="cascade"))
+            fold_fps.append({"escalate": policy.model_dump(), "merge": confusion.model_dump() if opts.merge else None})
+        cascade = CrossFitJudge(cascades, fold_of, name="cascade")
+        cascade_fp = {"tiers": [local_fp, teacher_fp], "folds": fold_fps, "on_last_failure": "fallback"}
+        run_cascade = await _run(
+            "cascade",
+            cascade,
+            cascade_fp,
+            path,
+            digest,
+            store,
+            concurrency=local_conc,
+            describe="cascade, every item",
+            progress=opts.progress,
+        )
+        clock["cascade"] = time.perf_counter() - t
+
         # 6. Table and report, from the stored per-item results.
-        cascade_name = f"cascade (budget {opts.budget:.0%}; planner's pick {choice.fraction:.0%})"
+        cascade_name = f"cascade (budget {opts.budget:.0%})"
         rows = [
-            table_row(store, held_local, name="local judge alone", judge=local_desc, escalation="none"),
-            table_row(store, held_teacher, name="teacher alone", judge=teacher_desc, escalation="all"),
-            table_row(
-                store,
-                held_cascade,
-                name=cascade_name,
-                judge=f"local; escalate {escalation_rule(held_thr)}",
-                escalation="tiers",
-            ),
+            table_row(store, run_local, name="local judge alone", judge=local_desc, escalation="none"),
+            table_row(store, run_teacher, name="teacher alone", judge=teacher_desc, escalation="all"),
+            table_row(store, run_cascade, name=cascade_name, judge="local; escalate per fold", escalation="tiers"),
         ]
-        difference = paired_agreement(store, held_cascade, held_teacher, seed=opts.seed)
-        report_dir = work / "report"
+        difference = paired_agreement(store, run_cascade, run_teacher, seed=opts.seed)
         paths = write_report(
             store,
-            held_cascade,
-            report_dir,
-            comparison=report_comparison(rows, difference, heldout_items=len(held), cascade=cascade_name),
+            run_cascade,
+            work / "report",
+            comparison=report_comparison(rows, difference, items=len(items), cascade=cascade_name),
         )
     finally:
         store.close()
@@ -350,24 +316,22 @@ async def arun_quickstart(
         notes.append(
             "an escalated item's verdict is the teacher's merged with the local judge's class probabilities: the "
             "class maximising P_local(c) x P(teacher's verdict | humans say c), that confusion counted on the "
-            "calibration items; so the cascade can differ from the teacher on items it escalates"
+            "other folds' items; so the cascade can differ from the teacher on items it escalates"
+        )
+    if opts.judge is None:
+        notes.append(
+            f"the local judge saved in {work / 'local-judge'} learns from every item; the figures are its fold "
+            "heads', each fitted on the other folds (a head that saw an item's prompt is never scored on it)"
         )
     clock["total"] = time.perf_counter() - started
     result = QuickstartResult(
-        split=(
-            f"{split.describe()}. Calibration: the {len(train)} train items, each judged by a head fitted on the "
-            f"other {opts.folds - 1} of {opts.folds} folds of train prompts (seed {opts.seed + 1})."
-        ),
-        fit_items=len(train),
+        split=data.describe(),
+        items=len(items),
         train_traces=train_traces,
-        calibration_items=len(train),
-        heldout_items=len(held),
         local_judge=local_desc,
         teacher=teacher_desc,
         reused_judge=reused,
-        budget=choice,
-        heldout_threshold=held_thr,
-        heldout_cap_items=cap_items,
+        folds=plans,
         rows=rows,
         cascade_minus_teacher=difference,
         store=work / "results.sqlite",
@@ -378,6 +342,24 @@ async def arun_quickstart(
     )
     result.summary.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return result
+
+
+def _fold_by_hash(store: Any, run_id: str, fold_of: dict[str, int]) -> dict[str, int]:
+    """The stored item hash -> its prompt's fold, so stored results group by fold."""
+    return {r.item_hash: fold_of[r.input["instruction"]] for r in store.rows(run_id, with_input=True)}
+
+
+def _only(results: dict[str, PairwiseVerdict], keys: set[str]) -> dict[str, PairwiseVerdict]:
+    return {h: v for h, v in results.items() if h in keys}
+
+
+def _plan_line(plan: FoldPlan) -> str:
+    b = plan.budget
+    capped = "" if plan.threshold == b.threshold else f" (capped at {plan.cap_items} items)"
+    return (
+        f"fold {plan.fold} ({plan.items} items): planner on the other folds' {b.calibration_items} items: "
+        f"{b.recommendation}: {b.policy}; escalate {escalation_rule(plan.threshold)}{capped}"
+    )
 
 
 def _digest(obj: Any) -> str:

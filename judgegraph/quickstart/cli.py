@@ -39,9 +39,9 @@ def quickstart_command(
         typer.Option(
             min=0.01,
             max=1.0,
-            help="the most the cascade may send to the teacher, as a share of items: the planner's threshold "
-            "escalates at most this share of the calibration items, and of the held-out batch at most "
-            "floor(budget x items) go up, the least confident first",
+            help="the most the cascade may send to the teacher, as a share of items: per fold, the planner's "
+            "threshold escalates at most this share of the other folds' items, and of the fold's own batch at "
+            "most floor(budget x items) go up, the least confident first",
         ),
     ] = 0.5,
     pick: Annotated[
@@ -57,18 +57,21 @@ def quickstart_command(
             min=0.0, max=1.0, help="with --pick cheapest: agreement to reach (default: the teacher's, on calibration)"
         ),
     ] = None,
-    folds: Annotated[int, typer.Option(min=2, max=10, help="cross-fitting folds for the calibration verdicts")] = 4,
+    folds: Annotated[
+        int,
+        typer.Option(min=2, max=10, help="folds by prompt: each item is judged, and its budget picked, on the others"),
+    ] = 5,
     merge: Annotated[
         bool, typer.Option(help="merge an escalated item's teacher verdict with the local judge's probabilities")
     ] = True,
-    seed: Annotated[int, typer.Option(help="seed of the split")] = 0,
+    seed: Annotated[int, typer.Option(help="seed of the folds")] = 0,
     train_labels: Annotated[
         str,
         typer.Option(help="what the local judge learns: teacher (the recorded verdicts) or human (majority of 3)"),
     ] = "teacher",
 ) -> None:
-    """The main job: train a local judge on bundled traces, judge held-out pairs in a graph with
-    escalation to a teacher, and measure everything against human labels."""
+    """The main job: train a local judge on bundled traces, judge every pair in a graph with
+    escalation to a teacher (each pair out of fold), and measure everything against human labels."""
     from pydantic import ValidationError
 
     from . import QuickstartOptions, print_result, run_quickstart

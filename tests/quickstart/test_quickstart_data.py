@@ -5,9 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from judgegraph.datasets import load_pandalm
-from judgegraph.quickstart import PANDALM_ITEMS, bundled_pandalm, load_bundled_pandalm, split_pandalm_by_prompt
+from judgegraph.quickstart import (
+    PANDALM_ITEMS,
+    bundled_pandalm,
+    fold_pandalm_by_prompt,
+    load_bundled_pandalm,
+    split_pandalm_by_prompt,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,3 +96,38 @@ def test_bad_split_arguments_are_refused() -> None:
         split_pandalm_by_prompt(items, heldout_fraction=1.0)
     with pytest.raises(ValueError, match="limit"):
         split_pandalm_by_prompt(items, limit=1)
+
+
+def test_folds_cover_every_judgeable_item_once() -> None:
+    """The default quickstart measures all of PandaLM's usable items: 999 less
+    54 with an empty response and 74 repeated comparisons, 871."""
+    data = fold_pandalm_by_prompt(load_bundled_pandalm())
+    assert len(data.items) == PANDALM_ITEMS - 54 - 74 == 871
+    assert sum(len(data.fold(k)) for k in range(data.folds)) == len(data.items)
+    assert "871 items on 164 prompts" in data.describe()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    folds=st.integers(2, 10),
+    seed=st.integers(0, 10_000),
+    limit=st.one_of(st.none(), st.integers(10, 400)),
+    dedupe=st.booleans(),
+)
+def test_folds_partition_the_items_by_prompt(folds: int, seed: int, limit: int | None, dedupe: bool) -> None:
+    """Whatever the fold count, seed and reduction: every kept item is in
+    exactly one fold, a prompt never spans two folds, fold prompt counts
+    differ by at most one, and the same arguments deal the same folds; the
+    items kept are those the train/held-out split keeps."""
+    items = load_bundled_pandalm()
+    data = fold_pandalm_by_prompt(items, folds=folds, seed=seed, limit=limit, dedupe=dedupe)
+    per_fold = [data.fold(k) for k in range(folds)]
+    assert sorted(i.idx for f in per_fold for i in f) == sorted(i.idx for i in data.items)
+    prompts = [{i.prompt for i in f} for f in per_fold]
+    assert all(not (a & b) for n, a in enumerate(prompts) for b in prompts[n + 1 :])
+    counts = [len(p) for p in prompts]
+    assert max(counts) - min(counts) <= 1 and min(counts) >= 1
+    assert not any(i.has_empty_response for i in data.items)
+    assert data == fold_pandalm_by_prompt(items, folds=folds, seed=seed, limit=limit, dedupe=dedupe)
+    split = split_pandalm_by_prompt(items, seed=seed, limit=limit, dedupe=dedupe, min_prompts=folds)
+    assert sorted(i.idx for i in data.items) == sorted(i.idx for i in [*split.train, *split.heldout])
