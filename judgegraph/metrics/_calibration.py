@@ -58,6 +58,10 @@ class CalibrationResult(FrozenModel):
     strategy: Strategy
     n_without_confidence: int = Field(description="items dropped because they carry no confidence")
     counts: ItemCounts
+    auroc: MetricResult | None = Field(
+        default=None,
+        description="AUROC of the confidence for correct vs wrong verdicts, over the same items (see ``auroc``)",
+    )
 
 
 def _edges(conf: np.ndarray, n_bins: int, strategy: Strategy) -> np.ndarray:
@@ -143,6 +147,9 @@ def calibration(
     unparsed: UnparsedPolicy = "exclude",
     tie_label: Any = "tie",
     score_field: ScoreField = "score",
+    level: float = DEFAULT_LEVEL,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int | None = 0,
 ) -> CalibrationResult:
     """Calibration of the judge's confidence in its own verdict.
 
@@ -151,6 +158,10 @@ def calibration(
     confidence are dropped and counted (``n_without_confidence``). A failed item is
     dropped (``exclude``), counted incorrect (``wrong``) or compared as a tie (``tie``) —
     in the last two cases only if a confidence was supplied for it.
+
+    ``auroc``: :func:`auroc` over the same confidences and correctness, so the two figures
+    describe one set of items (its interval at ``level``, ``n_resamples``, ``seed``; its
+    ``counts`` are this result's). Its value is None when every item is right, or every one wrong.
     """
     from sklearn.metrics import brier_score_loss
 
@@ -188,6 +199,7 @@ def calibration(
         strategy=strategy,
         n_without_confidence=n_noconf,
         counts=counts,
+        auroc=auroc(conf, hit, level=level, n_resamples=n_resamples, seed=seed).model_copy(update={"counts": counts}),
     )
 
 

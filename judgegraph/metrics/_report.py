@@ -35,6 +35,7 @@ from ._correlation import CorrelationResult, Correlations, correlation, correlat
 from ._inputs import (
     UNPARSED_POLICIES,
     Failure,
+    Interval,
     MetricResult,
     ScoreField,
     UnparsedPolicy,
@@ -244,21 +245,28 @@ def _fmt(x: float | None, pct: bool = False) -> str:
     return f"{100 * x:.2f}%" if pct else f"{x:.4f}"
 
 
+def _band(ci: Interval | None, pct: bool) -> str:
+    """An interval as the tables show it: ``low – high`` in the figure's own format."""
+    return f"{_fmt(ci.low, pct)} – {_fmt(ci.high, pct)}" if ci is not None else ""
+
+
 def _markdown(r: MetaEvalReport) -> str:
     lines = [f"## Meta-evaluation{': ' + r.name if r.name else ''}", ""]
     lines.append(
         f"{r.kind}, {r.n_items} items, {r.n_unparsed} unparsed, {r.n_error} errors; "
         f"unparsed policy: `{r.unparsed_policy}`"
     )
-    shown = [m.interval for m in (r.accuracy, r.agreement_without_ties, r.cohen_kappa) if m and m.interval]
-    methods = sorted({i.describe() for i in shown})
     lines += ["", "| metric | value | 95% interval | items used |", "|---|---|---|---|"]
+    methods: set[str] = set()  # every interval the table shows: its level and method, said once below
+
+    def figure(label: str, value: float | None, ci: Interval | None, used: int, pct: bool = False) -> None:
+        if ci is not None:
+            methods.add(ci.describe())
+        lines.append(f"| {label} | {_fmt(value, pct)} | {_band(ci, pct)} | {used} |")
 
     def row(label: str, m: MetricResult | CorrelationResult | None, pct: bool = False) -> None:
         if m is not None:
-            ci = getattr(m, "interval", None)
-            band = f"{_fmt(ci.low, pct)} – {_fmt(ci.high, pct)}" if ci is not None else ""
-            lines.append(f"| {label} | {_fmt(m.value, pct)} | {band} | {m.counts.used} |")
+            figure(label, m.value, getattr(m, "interval", None), m.counts.used, pct)
 
     row("accuracy", r.accuracy, pct=True)
     row("agreement without ties", r.agreement_without_ties, pct=True)
@@ -275,8 +283,26 @@ def _markdown(r: MetaEvalReport) -> str:
         row("Spearman", r.correlations.spearman)
         row("Kendall", r.correlations.kendall)
     row("length correlation (Spearman)", r.length_correlation)
+    if r.swap is not None:
+        sw = r.swap
+        row("accuracy, first order", sw.first_order, pct=True)
+        row("accuracy, second order", sw.second_order, pct=True)
+        figure("accuracy, mean of the two orders", sw.average, sw.average_interval, sw.first_order.counts.used, True)
+        row("accuracy in both orders", sw.both, pct=True)
+    if r.position is not None:
+        pos = r.position
+        figure("position consistency", pos.consistency, pos.consistency_interval, pos.counts.used, pct=True)
+        figure(
+            "position bias (first-shown − second-shown)",
+            pos.position_bias,
+            pos.position_bias_interval,
+            pos.counts.used,
+            pct=True,
+        )
+    if r.calibration is not None and r.calibration.auroc is not None:
+        row("AUROC of confidence (correct vs wrong)", r.calibration.auroc)
     if methods:  # the level and method, said once for the table
-        lines += ["", f"Intervals: {'; '.join(methods)}."]
+        lines += ["", f"Intervals: {'; '.join(sorted(methods))}."]
     if r.by_policy:
         lines += [
             "",
@@ -292,7 +318,7 @@ def _markdown(r: MetaEvalReport) -> str:
         pos = r.position
         lines += [
             "",
-            f"Position consistency {_fmt(pos.consistency, True)}; first-shown answer won both orders "
+            f"Position: first-shown answer won both orders "
             f"{pos.n_prefer_first_position}×, second-shown {pos.n_prefer_second_position}×; "
             f"first-slot win rate {_fmt(pos.first_slot_win_rate, True)} of {pos.n_decisive_verdicts} verdicts.",
         ]
