@@ -90,6 +90,11 @@ def build_report(store: Store, run_id: str, *, human_labels: Mapping[str, Any] |
             confidences=acc.conf if any(c is not None for c in acc.conf) else None,
         )
         meta = report.model_dump(mode="json")
+        if acc.swapped and report.swap is None:
+            # The labelled rows whose verdict carries both orders: each order's accuracy, their mean
+            # and both-orders accuracy, with their intervals (its counts say how many rows that is).
+            first, second, refs = (list(col) for col in zip(*acc.swapped, strict=True))
+            meta["swap"] = metrics.swap_accuracy(first, refs, second=second).model_dump(mode="json")
         if report.calibration is not None:
             cal = report.calibration.model_dump(mode="json")
         elif any(c is not None for c in acc.conf):

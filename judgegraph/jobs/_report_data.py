@@ -175,6 +175,8 @@ class _Acc:
         self.first: list[Any] = []
         self.second: list[Any] = []
         self.first_cat: list[str | None] = []
+        # Labelled rows with both orders: (first order's verdict, second order's, human label), for swap accuracy.
+        self.swapped: list[tuple[Any, Any, Any]] = []
         self.dist: dict[str, Counter[str]] = {"judge": Counter(), "human": Counter()}
         self.crit_dist: dict[str, Counter[str]] = {}
         self.by_cat: dict[str, Counter[str]] = {}
@@ -234,13 +236,14 @@ class _Acc:
                 self.len_a.append(len(str(inp.get("response", ""))))
         orders: list[dict[str, Any]] = list(res.get("orders") or ())
         if self.kind == "pairwise" and len(orders) == 2:
-            self.first.append(
-                orders[0].get("winner") if orders[0].get("status") == "ok" else _fail_marker(orders[0].get("status"))
+            first, second = (
+                o.get("winner") if o.get("status") == "ok" else _fail_marker(o.get("status")) for o in orders
             )
-            self.second.append(
-                orders[1].get("winner") if orders[1].get("status") == "ok" else _fail_marker(orders[1].get("status"))
-            )
+            self.first.append(first)
+            self.second.append(second)
             self.first_cat.append(r.category)
+            if r.label is not None:
+                self.swapped.append((first, second, r.label))
         tiers = res.get("tiers") or ()
         if tiers:
             t0 = tiers[0]

@@ -28,6 +28,15 @@ def _with_interval(value: Any, interval: dict[str, Any] | None, pct: bool) -> st
     return f"{fmt(value)}{band}"
 
 
+def _intervals_note(*intervals: dict[str, Any] | None) -> str:
+    """The level and method of the intervals a caption or table shows, said once:
+    ``Intervals: 95% Wilson; 95% bootstrap (BCa).`` (empty when none is shown)."""
+    from ..metrics import Interval
+
+    methods = sorted({Interval.model_validate(ci).describe() for ci in intervals if ci})
+    return f"Intervals: {'; '.join(methods)}." if methods else ""
+
+
 CORRECTED_NOTE = (
     "Naive: the judge alone over every judged row (its interval ignores the judge's errors). Corrected: "
     "prediction-powered (the judge's mean plus its average error on the labelled rows). Intervals 95%: "
@@ -136,8 +145,7 @@ def _figures(d: ReportData) -> list[tuple[str, str, str]]:
                     x_axis="share",
                     y_axis="share",
                 ),
-                f"ECE {_num(cal.get('ece'))} over {_metric(cal, 'counts', 'used')} rows; "
-                "the diagonal is perfect calibration.",
+                _calibration_caption(cal),
             )
         )
     else:
@@ -195,15 +203,38 @@ def _figures(d: ReportData) -> list[tuple[str, str, str]]:
                     kind="position",
                     stacked=True,
                 ),
-                f"Same winner in both orders: {_pct(_metric(d.position, 'consistency'))} "
-                f"({_position_basis(d)}); first-shown answer won "
-                f"both orders {_metric(d.position, 'n_prefer_first_position')}×, second-shown "
-                f"{_metric(d.position, 'n_prefer_second_position')}×.",
+                _position_caption(d),
             )
         )
     else:
         figs.append(("position", "", "No position consistency: needs a pairwise run with both orders (swap=both)."))
     return figs
+
+
+def _calibration_caption(cal: dict[str, Any]) -> str:
+    """ECE, and the AUROC of the confidence for correct vs wrong verdicts with its interval."""
+    out = f"ECE {_num(cal.get('ece'))} over {_metric(cal, 'counts', 'used')} rows"
+    auc = cal.get("auroc") or {}
+    if auc.get("value") is not None:
+        out += (
+            f"; AUROC of the confidence, correct vs wrong verdicts: "
+            f"{_with_interval(auc['value'], auc.get('interval'), pct=False)}"
+        )
+    note = _intervals_note(auc.get("interval"))
+    return f"{out}; the diagonal is perfect calibration.{' ' + note if note else ''}"
+
+
+def _position_caption(d: ReportData) -> str:
+    """Consistency and position bias, each with its interval, and what they are shares of."""
+    p = d.position or {}
+    consistency = _with_interval(p.get("consistency"), p.get("consistency_interval"), pct=True)
+    bias = _with_interval(p.get("position_bias"), p.get("position_bias_interval"), pct=True)
+    note = _intervals_note(p.get("consistency_interval"), p.get("position_bias_interval"))
+    return (
+        f"Same winner in both orders: {consistency} ({_position_basis(d)}); first-shown answer won "
+        f"both orders {p.get('n_prefer_first_position')}×, second-shown {p.get('n_prefer_second_position')}× "
+        f"(position bias, first-shown − second-shown, of the items: {bias}).{' ' + note if note else ''}"
+    )
 
 
 def _cascade_caption(casc: dict[str, Any], own: dict[str, Any] | None) -> str:
@@ -277,6 +308,7 @@ def _headline(d: ReportData) -> list[tuple[str, str]]:
             out.append(("Spearman ρ", _num(_metric(m, "correlations", "spearman", "value"))))
     if d.position:
         out.append((f"position consistency ({_position_basis(d)})", _pct(d.position.get("consistency"))))
+        out += _interval_entry("position consistency", d.position.get("consistency_interval"), pct=True)
     return out
 
 
@@ -326,6 +358,43 @@ def _comparison_html(d: ReportData) -> str:
     )
 
 
+def _result(*path: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The (value, interval) paths of a MetricResult in summarize's dump."""
+    return (*path, "value"), (*path, "interval")
+
+
+# (figure, path to its value and to its interval in summarize's dump, shown as a share)
+_AGREEMENT_ROWS: tuple[tuple[str, tuple[tuple[str, ...], tuple[str, ...] | None], bool], ...] = (
+    ("accuracy", _result("accuracy"), True),
+    ("agreement without ties", _result("agreement_without_ties"), True),
+    ("Cohen's kappa", _result("cohen_kappa"), False),
+    ("weighted kappa", _result("weighted_kappa"), False),
+    ("Krippendorff's alpha", _result("krippendorff_alpha"), False),
+    ("Pearson", _result("correlations", "pearson"), False),
+    ("Spearman", _result("correlations", "spearman"), False),
+    ("Kendall", _result("correlations", "kendall"), False),
+    ("accuracy, first order", _result("swap", "first_order"), True),
+    ("accuracy, second order", _result("swap", "second_order"), True),
+    ("accuracy, mean of the two orders", (("swap", "average"), ("swap", "average_interval")), True),
+    ("accuracy in both orders", _result("swap", "both"), True),
+    ("longer answer wins", (("length", "longer_win_rate"), None), True),
+)
+
+
+def _agreement_rows(meta: dict[str, Any]) -> tuple[list[tuple[str, str]], list[dict[str, Any] | None]]:
+    """The agreement table's (figure, value with its interval) rows, and the intervals shown."""
+    rows: list[tuple[str, str]] = []
+    shown: list[dict[str, Any] | None] = []
+    for label, (value_path, ci_path), pct in _AGREEMENT_ROWS:
+        value = _metric(meta, *value_path)
+        if value is None:
+            continue
+        ci = _metric(meta, *ci_path) if ci_path else None
+        rows.append((label, _with_interval(value, ci, pct)))
+        shown.append(ci)
+    return rows, shown
+
+
 def render_html(d: ReportData) -> str:
     model = _metric(d.judge, "backend", "model") or ""
     judge = d.judge.get("judge", d.judge)
@@ -347,19 +416,12 @@ def render_html(d: ReportData) -> str:
     kinds = "".join(f"<tr><td>{escape(k)}</td><td>{n}</td></tr>" for k, n in d.problem_kinds.items())
     meta_md = ""
     if d.metrics:
-        rows = [
-            ("accuracy", _pct(_metric(d.metrics, "accuracy", "value"))),
-            ("agreement without ties", _pct(_metric(d.metrics, "agreement_without_ties", "value"))),
-            ("Cohen's kappa", _num(_metric(d.metrics, "cohen_kappa", "value"))),
-            ("weighted kappa", _num(_metric(d.metrics, "weighted_kappa", "value"))),
-            ("Krippendorff's alpha", _num(_metric(d.metrics, "krippendorff_alpha", "value"))),
-            ("Pearson", _num(_metric(d.metrics, "correlations", "pearson", "value"))),
-            ("Spearman", _num(_metric(d.metrics, "correlations", "spearman", "value"))),
-            ("Kendall", _num(_metric(d.metrics, "correlations", "kendall", "value"))),
-            ("longer answer wins", _pct(_metric(d.metrics, "length", "longer_win_rate"))),
-        ]
-        meta_md = "".join(f"<tr><td>{k}</td><td>{escape(v)}</td></tr>" for k, v in rows if v != "n/a")
-        meta_md = f"<h2>Agreement with human labels ({d.n_labeled} rows)</h2><table>{meta_md}</table>"
+        rows, shown = _agreement_rows(d.metrics)
+        meta_md = "".join(f"<tr><td>{k}</td><td>{escape(v)}</td></tr>" for k, v in rows)
+        note = _intervals_note(*shown)
+        meta_md = f"<h2>Agreement with human labels ({d.n_labeled} rows)</h2><table>{meta_md}</table>" + (
+            f"<p>{escape(note)}</p>" if note else ""
+        )
     if d.corrected:
         body = "".join(
             "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in _corrected_rows(d)
