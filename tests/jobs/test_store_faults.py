@@ -187,12 +187,27 @@ def test_two_eval_processes_on_one_run_never_send_an_item_twice(tmp_path: Path, 
         (tmp_path / "elsewhere").mkdir()
         other = tmp_path / "elsewhere" / "link.db"
         other.symlink_to(store)
-    with LoopbackServer(lambda req: Reply("Fine. [RESULT] 4"), latency_s=0.25) as server:
+    # Whichever process opens the run first holds it; its calls are answered only
+    # once the other process has exited. So the two overlap however slowly either
+    # starts (before, a second process that started after the first had finished
+    # found the run done and exited 0), and the other must be refused.
+    release = threading.Event()
+
+    async def respond(req: object) -> Reply:
+        await asyncio.to_thread(release.wait, 300)
+        return Reply("Fine. [RESULT] 4")
+
+    with LoopbackServer(respond) as server:
         env = {**os.environ, "JG_KEY": "x"}
-        # Started together: whichever opens the run first judges it (about 5 s), the other is refused.
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "judgegraph", *_eval_args(src, path, server.url, "--run-id", "r")],
+                [
+                    sys.executable,
+                    "-m",
+                    "judgegraph",
+                    # The held calls wait for the other process: no attempt may time out meanwhile.
+                    *_eval_args(src, path, server.url, "--run-id", "r", "--timeout", "600"),
+                ],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -200,6 +215,9 @@ def test_two_eval_processes_on_one_run_never_send_an_item_twice(tmp_path: Path, 
             )
             for path in (store, other)
         ]
+        watchers = [threading.Thread(target=lambda p=p: (p.wait(), release.set()), daemon=True) for p in procs]
+        for w in watchers:
+            w.start()
         outs = [p.communicate(timeout=300) for p in procs]
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 2], [err[-1500:] for _, err in outs]
