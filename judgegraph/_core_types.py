@@ -1,13 +1,21 @@
 """The smallest shared shapes: the frozen base model, the two errors every
-layer may raise, and a token's log-probability. Re-exported by :mod:`judgegraph.types`."""
+layer may raise, a token's log-probability and the JSON value alias. Re-exported by :mod:`judgegraph.types`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["FrozenModel", "JudgeInputError", "MissingExtraError", "TokenLogprob", "require_text"]
+__all__ = ["FrozenModel", "JSONValue", "JudgeInputError", "MissingExtraError", "TokenLogprob", "require_text"]
+
+JSONValue: TypeAlias = str | int | float | bool | Sequence["JSONValue"] | Mapping[str, "JSONValue"] | None
+"""A value JSON can hold (identities, fingerprints, JSON schemas, request
+bodies): what ``json.dumps`` writes. Arrays and objects are read-only
+``Sequence``/``Mapping`` so a ``dict[str, str]`` or a ``list[int]`` is one
+too (``list``/``dict`` would not be: they are invariant)."""
 
 
 class FrozenModel(BaseModel):

@@ -8,12 +8,12 @@ its own block or hand the judge a ready-made verdict line.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._markers import neutralize_markers
-from .types import JudgeInputError, Message, Rubric
+from .types import JSONValue, JudgeInputError, Message, Rubric
 
 __all__ = [
     "DELIM_CLOSE",
@@ -50,11 +50,11 @@ class Template(BaseModel):
     labels: tuple[str, ...] = Field(default=(), description="the allowed verdicts of a 'label' parser")
     requires: tuple[str, ...] = Field(default=(), description="input fields this template cannot do without")
 
-    def json_schema(self, scale: tuple[int, int]) -> dict[str, Any]:
+    def json_schema(self, scale: tuple[int, int]) -> dict[str, JSONValue]:
         lo, hi = scale
-        score = {"type": "integer", "minimum": lo, "maximum": hi}
+        score: dict[str, JSONValue] = {"type": "integer", "minimum": lo, "maximum": hi}
         if self.parser == "score":
-            props: dict[str, Any] = {"feedback": {"type": "string"}, "score": score}
+            props: dict[str, JSONValue] = {"feedback": {"type": "string"}, "score": score}
         elif self.parser == "two_scores":
             props = {"rationale": {"type": "string"}, "score_a": score, "score_b": score}
         elif self.parser == "label":

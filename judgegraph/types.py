@@ -12,7 +12,7 @@ from typing import Any, Literal, NotRequired, Protocol, TypedDict, runtime_check
 
 from pydantic import Field, model_validator
 
-from ._core_types import FrozenModel, JudgeInputError, MissingExtraError, TokenLogprob
+from ._core_types import FrozenModel, JSONValue, JudgeInputError, MissingExtraError, TokenLogprob
 from ._input_types import (
     ConversationInput,
     Criterion,
@@ -29,6 +29,7 @@ __all__ = [
     "Criterion",
     "EvaluatorResult",
     "FrozenModel",
+    "JSONValue",
     "JudgeInputError",
     "JudgeResult",
     "LabelVerdict",

@@ -30,7 +30,7 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from judgegraph.types import Pricing, TokenLogprob, Usage
+from judgegraph.types import JSONValue, Pricing, TokenLogprob, Usage
 
 from ._identity import SERVER, backend_identity, identity_hash, verdict_identity
 from ._protocol import Backend, Capabilities, GenerateRequest, GenerateResult
@@ -181,7 +181,7 @@ class CachedBackend:
     def key(self, request: GenerateRequest) -> str:
         return cache_key(request, self.inner, server=self.server)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, JSONValue]:
         return {**backend_identity(self.inner), SERVER: self.server}
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:

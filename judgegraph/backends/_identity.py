@@ -19,9 +19,12 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from enum import Enum
-from typing import Any, Protocol, runtime_checkable
+from types import NotImplementedType
+from typing import Any, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, SecretStr
+
+from judgegraph.types import JSONValue
 
 from ._protocol import Backend, GenerateRequest
 from ._secrets import clean_url, credential_headers, strip_userinfo
@@ -57,10 +60,12 @@ class IdentifiedBackend(Protocol):
     answers depend on: ``{"server": <base URL>, <option>: <value>, ...}``.
     JSON-able values only, and never a credential."""
 
-    def identity(self) -> dict[str, Any]: ...
+    def identity(self) -> dict[str, JSONValue]: ...
 
 
-def identity_value(value: Any, special: Callable[[Any], Any] | None = None, depth: int = 0) -> Any:
+def identity_value(
+    value: object, special: Callable[[object], JSONValue | NotImplementedType] | None = None, depth: int = 0
+) -> JSONValue:
     """A JSON-able picture of a configuration value. ``special`` may picture a
     value itself (return ``NotImplemented`` to leave it to this function);
     secrets are never pictured."""
@@ -96,7 +101,7 @@ def identity_value(value: Any, special: Callable[[Any], Any] | None = None, dept
     return type(value).__qualname__
 
 
-def scrub_strings(value: Any, scrub: Callable[[str], str]) -> Any:
+def scrub_strings(value: JSONValue, scrub: Callable[[str], str]) -> JSONValue:
     """``value`` (an identity) with ``scrub`` applied to every string in it:
     a backend's known credentials, wherever in its settings they sit."""
     if isinstance(value, str):
@@ -123,19 +128,20 @@ def _fallback_server(backend: Backend) -> str | None:
     return None
 
 
-def backend_identity(backend: Backend) -> dict[str, Any]:
+def backend_identity(backend: Backend) -> dict[str, JSONValue]:
     """Who answers: kind, model, capabilities (they shape the request), and what
     the backend's ``identity()`` adds (server, options sent with every call).
     Two servers serving the same model name may answer differently, so their
     verdicts are never shared."""
-    out: dict[str, Any] = {
+    out: dict[str, JSONValue] = {
         "kind": backend.name,
         "model": backend.model,
         "structured_output": backend.capabilities.structured_output,
         "logprobs": backend.capabilities.logprobs,
     }
     if isinstance(backend, IdentifiedBackend):
-        out.update(identity_value(backend.identity()))
+        # A mapping pictures as a mapping.
+        out.update(cast(dict[str, JSONValue], identity_value(backend.identity())))
     else:
         server = _fallback_server(backend)
         if server is not None:
@@ -143,7 +149,7 @@ def backend_identity(backend: Backend) -> dict[str, Any]:
     return out
 
 
-def request_identity(request: GenerateRequest) -> dict[str, Any]:
+def request_identity(request: GenerateRequest) -> dict[str, JSONValue]:
     """Every request field (messages, sampling, schema, logprob settings,
     template id and version) but those in :data:`REQUEST_FIELDS_EXCLUDED`."""
     out = {
@@ -155,7 +161,7 @@ def request_identity(request: GenerateRequest) -> dict[str, Any]:
     return out
 
 
-def _portable(value: Any) -> Any:
+def _portable(value: JSONValue) -> JSONValue:
     """``value`` with the server taken out of every backend identity in it."""
     if isinstance(value, Mapping):
         is_backend = "kind" in value and "model" in value
@@ -169,12 +175,12 @@ def verdict_identity(
     *,
     backend: Backend | None = None,
     request: GenerateRequest | None = None,
-    judge: Mapping[str, Any] | None = None,
+    judge: Mapping[str, object] | None = None,
     context_backends: Mapping[str, Backend] | None = None,
-    engine: Mapping[str, Any] | None = None,
+    engine: Mapping[str, object] | None = None,
     server: str | None = None,
     portable: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, JSONValue]:
     """Everything that can change a verdict, as one JSON-able mapping.
 
     ``backend``: who answers; ``request``: one call (the cache);
@@ -184,11 +190,12 @@ def verdict_identity(
     server (vLLM's offline runner on a model folder); ``server`` overrides
     the backend's server. ``portable`` leaves every server out (cassettes).
     """
-    out: dict[str, Any] = {}
+    out: dict[str, JSONValue] = {}
     if backend is not None:
-        out["backend"] = backend_identity(backend)
+        who = backend_identity(backend)
         if server is not None:
-            out["backend"][SERVER] = server
+            who[SERVER] = server
+        out["backend"] = who
     if request is not None:
         out["request"] = request_identity(request)
     if judge is not None:
@@ -197,13 +204,14 @@ def verdict_identity(
         out["context_backends"] = {k: backend_identity(v) for k, v in sorted(context_backends.items())}
     if engine is not None:
         out["engine"] = identity_value(engine)
-    return _portable(out) if portable else out
+    return cast(dict[str, JSONValue], _portable(out)) if portable else out
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: JSONValue) -> str:
+    """``value`` as compact JSON with sorted keys: the text every identity hash is taken of."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def identity_hash(identity: Mapping[str, Any]) -> str:
+def identity_hash(identity: Mapping[str, JSONValue]) -> str:
     """The SHA-256 (hex) of an identity's canonical JSON."""
     return hashlib.sha256(canonical_json(identity).encode()).hexdigest()

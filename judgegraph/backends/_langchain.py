@@ -28,7 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import SecretStr
 
-from judgegraph.types import MissingExtraError, Pricing, RetryPolicy, Usage
+from judgegraph.types import JSONValue, MissingExtraError, Pricing, RetryPolicy, Usage
 
 from ._identity import identity_value, public_headers, scrub_strings
 from ._per_loop import PerLoop, aclose_quietly
@@ -174,7 +174,10 @@ class ChatModelBackend:
         model_options: Mapping[str, Any] | None = None,
     ) -> ChatModelBackend:
         """A backend from an ``init_chat_model`` spec, e.g. ``"openai:gpt-4.1-mini"``;
-        ``model_options`` go to ``init_chat_model`` (``base_url``, ``api_key``, ...)."""
+        ``model_options`` go to ``init_chat_model`` (``base_url``, ``api_key``, ...).
+
+        Any: ``model_options`` are passed through to LangChain's
+        ``init_chat_model(**kwargs: Any)``, whose options depend on the provider."""
         try:
             from langchain.chat_models import init_chat_model
         except ImportError:
@@ -185,14 +188,14 @@ class ChatModelBackend:
     def __repr__(self) -> str:
         return f"ChatModelBackend({type(self.chat_model).__name__}, model={self.model!r})"
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, JSONValue]:
         """The chat model's class, provider and server, how structured output
         is asked for, and every field of the model but those in
         :data:`CHAT_MODEL_FIELDS_EXCLUDED` (so a field LangChain adds later is
         keyed until someone decides it cannot change an answer)."""
         model = self.chat_model
         cls = type(model)
-        options: dict[str, Any] = {}
+        options: dict[str, JSONValue] = {}
         for name in sorted(cls.model_fields):
             value = getattr(model, name, None)
             if name in CHAT_MODEL_FIELDS_EXCLUDED or isinstance(value, SecretStr):
@@ -349,7 +352,7 @@ async def _in_thread(call: Callable[[], Any]) -> Any:
 _wrapped: dict[int, ChatModelBackend] = {}
 
 
-def as_backend(obj: Any) -> Backend:
+def as_backend(obj: BaseChatModel | Backend) -> Backend:
     """``obj`` as a backend: a chat model is wrapped once (and the wrapper
     reused for as long as the model lives), a backend is returned as is."""
     if isinstance(obj, BaseChatModel):
@@ -359,7 +362,7 @@ def as_backend(obj: Any) -> Backend:
             found = _wrapped[key] = ChatModelBackend(obj)
             weakref.finalize(obj, _wrapped.pop, key, None)
         return found
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 def _served_at(model: BaseChatModel) -> str | None:

@@ -7,7 +7,9 @@ import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from judgegraph.types import Pricing, RetryPolicy, Usage
+from pydantic import BaseModel
+
+from judgegraph.types import JSONValue, Pricing, RetryPolicy, Usage
 
 from ._identity import public_headers
 from ._per_loop import PerLoop, aclose_quietly
@@ -53,6 +55,9 @@ class OpenAIBackend:
         reasoning_effort: str | None = None,
         default_headers: Mapping[str, str] | None = None,
     ) -> None:
+        """Any: ``client`` is an ``openai.AsyncOpenAI`` (or one with its
+        interface); the ``openai`` package is an optional extra, so its type
+        cannot be named in a signature that must import without it."""
         self.model = model
         self.retry = retry or RetryPolicy()
         self.pricing = pricing
@@ -148,7 +153,7 @@ class OpenAIBackend:
         "max_connections": "connection pool size",
     }
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, JSONValue]:
         """Where it is served, the reasoning options and the non-credential
         headers every call carries."""
         return {
@@ -160,13 +165,16 @@ class OpenAIBackend:
 
     @property
     def client(self) -> Any:
-        """The ``openai.AsyncOpenAI`` client of the running event loop (the batch engine uploads through it)."""
+        """The ``openai.AsyncOpenAI`` client of the running event loop (the batch engine uploads through it).
+
+        Any: the ``openai`` package is an optional extra, so its client type
+        cannot be named in a signature that must import without it."""
         return self._client
 
-    def _params(self, request: GenerateRequest) -> dict[str, Any]:
+    def _params(self, request: GenerateRequest) -> dict[str, JSONValue]:
         return chat_params(self.model, request, reasoning=self.reasoning, reasoning_effort=self.reasoning_effort)
 
-    async def _once(self, params: dict[str, Any]) -> Any:
+    async def _once(self, params: dict[str, JSONValue]) -> Any:
         import httpx2
         import openai
 
@@ -210,9 +218,9 @@ class OpenAIBackend:
 
 def chat_params(
     model: str, request: GenerateRequest, *, reasoning: bool = False, reasoning_effort: str | None = None
-) -> dict[str, Any]:
+) -> dict[str, JSONValue]:
     """The chat-completions body for ``request``: live calls and batch files send the same."""
-    params: dict[str, Any] = {
+    params: dict[str, JSONValue] = {
         "model": model,
         "messages": [{"role": m.role, "content": m.content} for m in request.messages],
     }
@@ -239,7 +247,7 @@ def chat_params(
     return params
 
 
-def result_from_completion(resp: Any, model: str) -> GenerateResult:
+def result_from_completion(resp: Mapping[str, object] | BaseModel, model: str) -> GenerateResult:
     """A chat completion (its JSON as a mapping, e.g. a batch output line's
     body, or an ``openai`` ``ChatCompletion``) as a GenerateResult."""
     if hasattr(resp, "model_dump"):

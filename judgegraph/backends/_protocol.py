@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from judgegraph.types import Message, MissingExtraError, Pricing, TokenLogprob, Usage
+from judgegraph.types import JSONValue, Message, MissingExtraError, Pricing, TokenLogprob, Usage
 
 __all__ = [
     "Backend",
@@ -42,7 +42,7 @@ class GenerateRequest:
     max_tokens: int = 512
     temperature: float = 0.0
     stop: tuple[str, ...] = ()
-    json_schema: dict[str, Any] | None = None
+    json_schema: dict[str, JSONValue] | None = None
     logprobs: bool = False
     top_logprobs: int = 0
     seed: int | None = None

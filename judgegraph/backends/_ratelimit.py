@@ -17,9 +17,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
-from judgegraph.types import Pricing
+from judgegraph.types import JSONValue, Pricing
 
 from ._identity import backend_identity
 from ._protocol import Backend, Capabilities, GenerateRequest, GenerateResult, bounded_result
@@ -128,7 +127,7 @@ class RateLimitedBackend:
         self.capabilities: Capabilities = inner.capabilities
         self.pricing: Pricing | None = inner.pricing
 
-    def identity(self) -> dict[str, Any]:  # a limit changes when it answers, not what
+    def identity(self) -> dict[str, JSONValue]:  # a limit changes when it answers, not what
         return backend_identity(self.inner)
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:

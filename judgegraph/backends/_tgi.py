@@ -12,7 +12,7 @@ import base64
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
-from judgegraph.types import Message, Pricing, RetryPolicy, Usage
+from judgegraph.types import JSONValue, Message, Pricing, RetryPolicy, Usage
 
 from ._identity import identity_value, public_headers
 from ._per_loop import PerLoop
@@ -106,7 +106,7 @@ class TGIBackend:
         "pricing": "cost only",
     }
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, JSONValue]:
         """Where it is served, which route and schema form it uses, how a
         generate-route prompt is rendered, and its non-credential headers."""
         return {

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from judgegraph.pretrained import pretrained_source
-from judgegraph.types import Pricing, Usage
+from judgegraph.types import JSONValue, Pricing, Usage
 
 from ._prefix_cache import PrefixCache, cache_kwarg, output_cache
 from ._protocol import BackendError, Capabilities, GenerateRequest, GenerateResult, MissingExtraError, TokenLogprob
@@ -113,7 +113,7 @@ class TransformersBackend:
         "pricing": "cost only",
     }
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, JSONValue]:
         """The model folder (a relative path names different folders from
         different places) and the device, which sets the dtype. Batching and
         the prefix cache change speed, not answers."""
