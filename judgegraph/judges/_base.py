@@ -46,7 +46,7 @@ CONTEXT_CONFIG_KEY = "judge_context"
 runtime context: ``config={"configurable": {"judge_context": {...}}}``."""
 
 
-def coerce_input(model: type[InT], value: Any, *, where: str = "") -> InT:
+def coerce_input(model: type[InT], value: object, *, where: str = "") -> InT:
     """``value`` as ``model``, or a :class:`JudgeInputError` naming each bad field."""
     if isinstance(value, model):
         return value
@@ -72,7 +72,7 @@ def _loc(parts: Sequence[int | str]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
 
 
-def find_in_context(context: Context, key: str) -> Any:
+def find_in_context(context: Context, key: str) -> object:
     """``context[key]`` for a mapping, ``context.key`` for an object, else None."""
     if context is None:
         return None
@@ -89,6 +89,11 @@ class FromContext:
     key: str
 
     def lookup(self, context: Context) -> Any:
+        """What ``context`` holds under the key, None when nothing.
+
+        Any: the context holds whatever the caller put there (a backend, a
+        judge, a scorer), so the caller checks what it found and the type
+        is the one it checks for."""
         return find_in_context(context, self.key)
 
     def __repr__(self) -> str:
@@ -122,13 +127,13 @@ class JudgeFailedError(RuntimeError):
     """A Runnable-style call's verdict failed (status ``error`` or ``unparsed``)
     and ``raise_on_failure`` was set. ``result`` is the verdict, reason included."""
 
-    def __init__(self, result: Any) -> None:
+    def __init__(self, result: JudgeResult) -> None:
         status = getattr(result, "status", None)
         super().__init__(f"judge failed: {getattr(status, 'value', status)}: {getattr(result, 'reason', None)}")
         self.result = result
 
 
-def _failed(result: Any) -> bool:
+def _failed(result: JudgeResult) -> bool:
     status = getattr(result, "status", Status.OK)
     return status is not Status.OK and status != Status.OK.value
 
@@ -174,7 +179,7 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
         """See :attr:`AsyncJudge.needs_batch`; False unless a judge says otherwise."""
         return False
 
-    def config_fingerprint(self) -> Mapping[str, Any] | None:
+    def config_fingerprint(self) -> Mapping[str, object] | None:
         """See :meth:`AsyncJudge.config_fingerprint`: None, so the judge is
         keyed by its public attributes (nested judges included)."""
         return None
@@ -182,7 +187,7 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
     # ------------------------------------------------------------ public API
 
     async def ajudge(
-        self, value: InT | Mapping[str, Any], *, backend: Backend | None = None, context: Context = None
+        self, value: InT | Mapping[str, object], *, backend: Backend | None = None, context: Context = None
     ) -> OutT:
         """Judge one input. ``backend`` overrides a model judge's own backend
         for this call; judges that hold no backend refuse it."""
@@ -191,7 +196,7 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
 
     async def ajudge_many(
         self,
-        values: Sequence[InT | Mapping[str, Any]],
+        values: Sequence[InT | Mapping[str, object]],
         *,
         max_concurrency: int = 16,
         backend: Backend | None = None,
@@ -202,7 +207,7 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
         run = self._runner(backend, context)
         sem = asyncio.Semaphore(max_concurrency)
 
-        async def one(i: int, v: Any) -> OutT | JudgeInputError:
+        async def one(i: int, v: InT | Mapping[str, object]) -> OutT | JudgeInputError:
             try:
                 item = coerce_input(self.input_model, v, where=f"item {i}: ")
             except JudgeInputError as exc:
@@ -220,12 +225,12 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
         by default :meth:`ajudge` on the pair, swapped or not, mapped back."""
         return await ajudge_one_order(self, item, swapped=swapped, context=context)
 
-    def judge(self, value: InT | Mapping[str, Any], *, context: Context = None) -> OutT:
+    def judge(self, value: InT | Mapping[str, object], *, context: Context = None) -> OutT:
         """:meth:`ajudge` from sync code."""
         return run_sync(self.ajudge(value, context=context))
 
     def judge_many(
-        self, values: Sequence[InT | Mapping[str, Any]], *, max_concurrency: int = 16, context: Context = None
+        self, values: Sequence[InT | Mapping[str, object]], *, max_concurrency: int = 16, context: Context = None
     ) -> list[OutT | JudgeInputError]:
         """:meth:`ajudge_many` from sync code."""
         return run_sync(self.ajudge_many(values, max_concurrency=max_concurrency, context=context))
@@ -254,16 +259,27 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
     def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
         return self.input_model
 
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> OutT:
+    async def ainvoke(
+        self, input: InT | Mapping[str, object], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> OutT:
+        """:meth:`ajudge` as a Runnable, the context from ``config`` (:data:`CONTEXT_CONFIG_KEY`).
+
+        Any: ``**kwargs`` are LangChain's Runnable keyword arguments, passed
+        through to its run machinery, which types them ``Any``."""
         return await self.arun_in(input, context_from_config(config), config, **kwargs)
 
-    async def arun_in(self, input: Any, context: Context, config: RunnableConfig | None, **kwargs: Any) -> OutT:
+    async def arun_in(
+        self, input: InT | Mapping[str, object], context: Context, config: RunnableConfig | None, **kwargs: Any
+    ) -> OutT:
         """Judge ``input`` as a chain run of its own under ``config``'s run
-        (what a graph node does when someone is tracing)."""
+        (what a graph node does when someone is tracing).
+
+        Any: ``**kwargs`` are LangChain's Runnable keyword arguments, passed
+        through to its run machinery, which types them ``Any``."""
         configurable = (config or {}).get("configurable") or {}
         raising = bool(configurable.get(RAISE_ON_FAILURE_KEY, self.raise_on_failure))
 
-        async def run(value: Any) -> OutT:
+        async def run(value: InT | Mapping[str, object]) -> OutT:
             result = await self.ajudge(value, context=context)
             if raising and _failed(result):
                 raise JudgeFailedError(result)
@@ -271,17 +287,25 @@ class Judge(Runnable[Any, OutT], Generic[InT, OutT]):
 
         return await self._acall_with_config(run, input, config, run_type="chain", **kwargs)
 
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> OutT:
+    def invoke(self, input: InT | Mapping[str, object], config: RunnableConfig | None = None, **kwargs: Any) -> OutT:
+        """:meth:`ainvoke` from sync code.
+
+        Any: ``**kwargs`` are LangChain's Runnable keyword arguments, passed
+        through to its run machinery, which types them ``Any``."""
         return run_sync(self.ainvoke(input, config, **kwargs))
 
     def batch(
         self,
-        inputs: list[Any],
+        inputs: list[InT | Mapping[str, object]],
         config: RunnableConfig | list[RunnableConfig] | None = None,
         *,
         return_exceptions: bool = False,
         **kwargs: Any,
     ) -> list[OutT]:
+        """``abatch`` from sync code, in one trip to the shared event loop.
+
+        Any: ``**kwargs`` are LangChain's Runnable keyword arguments, passed
+        through to its run machinery, which types them ``Any``."""
         # One trip to the shared loop for the whole batch, not a thread per item.
         return run_sync(self.abatch(inputs, config, return_exceptions=return_exceptions, **kwargs))
 

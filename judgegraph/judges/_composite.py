@@ -7,6 +7,8 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
+from pydantic import BaseModel
+
 from judgegraph.backends import Backend
 from judgegraph.types import PairwiseVerdict, PointwiseScore, Usage
 
@@ -37,6 +39,8 @@ class CompositeJudge(Judge[Any, Any]):
     """
 
     def __init__(self, parts: Sequence[Judge[Any, Any]], *, name: str, what: str) -> None:
+        """Any: a composite takes judges of every input and result type, and
+        ``Judge`` is invariant in both, so only ``Judge[Any, Any]`` accepts them all."""
         if not parts:
             raise ValueError(f"{what} must not be empty")
         for i, p in enumerate(parts):
@@ -53,6 +57,10 @@ class CompositeJudge(Judge[Any, Any]):
     # ------------------------------------------------------------ public API
 
     async def ajudge(self, value: Any, *, backend: Backend | None = None, context: Context = None) -> Any:
+        """Judge one input (see :meth:`Judge.ajudge`).
+
+        Any: a composite judges what its parts judge and returns what its
+        kind makes of their verdicts, both known only at run time."""
         self._refuse_backend(backend)
         item = coerce_input(self.input_model, value)
         self.check_context(context)
@@ -67,7 +75,10 @@ class CompositeJudge(Judge[Any, Any]):
         context: Context = None,
     ) -> list[Any]:
         """Judge a batch, in input order; a malformed item yields its
-        :class:`JudgeInputError` in place and the rest still run."""
+        :class:`JudgeInputError` in place and the rest still run.
+
+        Any: a composite judges what its parts judge and returns what its
+        kind makes of their verdicts, both known only at run time."""
         self._refuse_backend(backend)
         self.check_context(context)
         out: list[Any] = [None] * len(values)
@@ -84,7 +95,10 @@ class CompositeJudge(Judge[Any, Any]):
 
     @property
     def parts(self) -> list[Judge[Any, Any]]:
-        """The judges this one is made of, in order."""
+        """The judges this one is made of, in order.
+
+        Any: a composite holds judges of every input and result type, and
+        ``Judge`` is invariant in both, so only ``Judge[Any, Any]`` names them all."""
         return list(self._parts_list)
 
     def check_context(self, context: Context) -> None:
@@ -114,10 +128,13 @@ class CompositeJudge(Judge[Any, Any]):
 
 
 async def arun_part(
-    judge: Judge[Any, Any], items: list[Any], *, context: Context, max_concurrency: int
+    judge: Judge[Any, Any], items: Sequence[BaseModel], *, context: Context, max_concurrency: int
 ) -> list[Result | str]:
     """One part over a batch. A part that crashes yields the error text per
-    item instead of sinking the batch."""
+    item instead of sinking the batch.
+
+    Any: it takes judges of every input and result type, and ``Judge`` is
+    invariant in both, so only ``Judge[Any, Any]`` accepts them all."""
     if not items:
         return []
     try:
@@ -135,7 +152,8 @@ async def arun_part(
     return out
 
 
-def judge_name(judge: Any) -> str:
+def judge_name(judge: object) -> str:
+    """A judge's ``name``, else its class name."""
     return str(getattr(judge, "name", None) or type(judge).__name__)
 
 

@@ -23,7 +23,7 @@ __all__ = ["AsyncJudge", "Context", "ajudge_one_order", "as_async_judge"]
 
 R_co = TypeVar("R_co", bound=JudgeResult, covariant=True)
 
-Context: TypeAlias = Mapping[str, Any] | object | None
+Context: TypeAlias = Mapping[str, object] | object | None
 """A run's context: what a judge finds its backends (and a graph its judges)
 in, under keys, at call time. Usually a mapping (a job's ``context=``, a
 graph's ``runtime.context``); an object whose attributes are the keys works
@@ -62,7 +62,11 @@ class AsyncJudge(Protocol[R_co]):
         judge that judges a pair as a whole."""
 
     async def ajudge(self, value: Any, *, context: Context = None) -> R_co:
-        """Judge one input with the run's ``context``."""
+        """Judge one input with the run's ``context``.
+
+        Any: each judge takes its own input model (or a mapping of its
+        fields), and the protocol is generic in the result only, so that
+        every judge's narrower parameter still satisfies it."""
 
     async def ajudge_order(self, item: PairwiseInput, *, swapped: bool, context: Context = None) -> PairwiseVerdict:
         """One answer order of ``item``: as given, or with ``swapped=True``
@@ -72,13 +76,13 @@ class AsyncJudge(Protocol[R_co]):
         """Raise (a set-up error, before any call) when something the judge
         needs is not in ``context``."""
 
-    def config_fingerprint(self) -> Mapping[str, Any] | None:
+    def config_fingerprint(self) -> Mapping[str, object] | None:
         """Everything about the judge that can change a verdict, when the
         judge states it itself; None to be keyed by its public attributes."""
 
 
 async def ajudge_one_order(
-    judge: AsyncJudge[Any], item: PairwiseInput, *, swapped: bool, context: Context = None
+    judge: AsyncJudge[JudgeResult], item: PairwiseInput, *, swapped: bool, context: Context = None
 ) -> PairwiseVerdict:
     """One answer order from a judge that judges a pair as a whole: ``ajudge``
     on the pair (swapped or not) and its verdict mapped back to the original order."""
@@ -114,11 +118,11 @@ class _Declared:
         elif callable(resolve := getattr(self.inner, "resolve_backend", None)):
             resolve(None, context)
 
-    def config_fingerprint(self) -> Mapping[str, Any] | None:
+    def config_fingerprint(self) -> Mapping[str, object] | None:
         return None
 
 
-def as_async_judge(obj: object) -> AsyncJudge[Any]:
+def as_async_judge(obj: object) -> AsyncJudge[JudgeResult]:
     """``obj`` under the judge contract: a judge as it is; a user's object that
     only has an async ``ajudge`` with the contract's capabilities declared
     for it (a plain judge of one input at a time); anything else a TypeError."""

@@ -80,6 +80,8 @@ class EnsembleJudge(CompositeJudge):
         missing: Missing = "ignore",
         name: str | None = None,
     ) -> None:
+        """Any: a jury takes judges of every input and result type, and
+        ``Judge`` is invariant in both, so only ``Judge[Any, Any]`` accepts them all."""
         super().__init__(members, name=name or "ensemble", what="members")
         names = [judge_name(m) for m in members]
         if len(set(names)) != len(names):
@@ -323,7 +325,10 @@ def create_ensemble_judge(
     name: str | None = None,
 ) -> EnsembleJudge:
     """A jury over ``members``. ``weights`` may be a list in member order or a
-    mapping from member name to weight (then ``aggregation`` defaults to weighted)."""
+    mapping from member name to weight (then ``aggregation`` defaults to weighted).
+
+    Any: a jury takes judges of every input and result type, and ``Judge``
+    is invariant in both, so only ``Judge[Any, Any]`` accepts them all."""
     if isinstance(weights, Mapping):
         unknown = set(weights) - {judge_name(m) for m in members}
         if unknown:

@@ -10,9 +10,10 @@ everywhere once it is keyed here. The backend's half is
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from types import NotImplementedType
 
 from judgegraph.backends import Backend, identity_hash, identity_value, verdict_identity
+from judgegraph.types import JSONValue, JudgeResult
 
 from ._base import FromContext, Judge
 from ._contract import AsyncJudge, Context
@@ -20,7 +21,7 @@ from ._contract import AsyncJudge, Context
 __all__ = ["fingerprint_for", "judge_fingerprint", "node_identity"]
 
 
-def _judge_value(value: Any) -> Any:
+def _judge_value(value: object) -> JSONValue | NotImplementedType:
     return _judge_settings(value, own_backend=True) if isinstance(value, Judge) else NotImplemented
 
 
@@ -28,14 +29,14 @@ def _judge_value(value: Any) -> Any:
 _RUNTIME_ONLY = {"max_concurrency", "concurrency"}
 
 
-def _judge_settings(judge: AsyncJudge[Any], *, own_backend: bool) -> dict[str, Any]:
+def _judge_settings(judge: AsyncJudge[JudgeResult], *, own_backend: bool) -> dict[str, JSONValue]:
     """A judge's own settings: its ``config_fingerprint()`` where it says them
     itself, else its public attributes, judges nested in it included (cascade
     tiers, ensemble members); ``own_backend`` keeps its ``backend`` attribute
     (a nested judge's, or a key), else the caller keys the backend."""
     own = judge.config_fingerprint()
     if own is not None:
-        fp: dict[str, Any] = {"custom": identity_value(own, _judge_value)}
+        fp: dict[str, JSONValue] = {"custom": identity_value(own, _judge_value)}
     else:
         fp = {
             k: identity_value(v, _judge_value)
@@ -47,13 +48,13 @@ def _judge_settings(judge: AsyncJudge[Any], *, own_backend: bool) -> dict[str, A
 
 
 def judge_fingerprint(
-    judge: AsyncJudge[Any],
+    judge: AsyncJudge[JudgeResult],
     backend: Backend | None,
     *,
     context_backends: Mapping[str, Backend] | None = None,
-    engine: Mapping[str, Any] | None = None,
+    engine: Mapping[str, object] | None = None,
     portable: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, JSONValue]:
     """Everything about a judge and the backend it calls that can change a
     verdict: :func:`~judgegraph.backends.verdict_identity` of the backend and
     the judge's own settings (see there for the other arguments)."""
@@ -67,12 +68,12 @@ def judge_fingerprint(
 
 
 def fingerprint_for(
-    judge: AsyncJudge[Any],
+    judge: AsyncJudge[JudgeResult],
     context: Context,
     *,
-    engine: Mapping[str, Any] | None = None,
+    engine: Mapping[str, object] | None = None,
     portable: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, JSONValue]:
     """The judge's fingerprint with the backend it calls in ``context``; a
     judge that names no single backend (a cascade) is keyed by every backend
     the context offers. ``engine`` and ``portable``: see :func:`judge_fingerprint`."""
@@ -85,7 +86,7 @@ def fingerprint_for(
     return judge_fingerprint(judge, found, context_backends=offered, engine=engine, portable=portable)
 
 
-def node_identity(judge: AsyncJudge[Any] | FromContext) -> str | None:
+def node_identity(judge: AsyncJudge[JudgeResult] | FromContext) -> str | None:
     """The verdict identity of a judge node, for LangGraph's node cache (whose
     key sees the node's input only): the fingerprint's hash when the judge
     holds everything it calls; a key for this judge object alone when its

@@ -16,11 +16,13 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import CachePolicy
 from pydantic import BaseModel
+
+from judgegraph.types import JudgeResult
 
 from ._base import FromContext, Judge, JudgeInputError, context_from_config, run_sync
 from ._contract import AsyncJudge
@@ -46,6 +48,8 @@ except ImportError as exc:  # pragma: no cover - only with a LangGraph that move
 __all__ = ["create_batch_judge_node", "create_judge_node", "graph_node"]
 
 InputMap = Mapping[str, str] | Callable[[Any], Any] | None
+
+T = TypeVar("T")
 
 
 def _get(state: Any, key: str) -> Any:
@@ -106,11 +110,11 @@ class _Node(RunnableCallable):
 
 
 def graph_node(
-    afunc: Callable[..., Awaitable[Any]],
+    afunc: Callable[..., Awaitable[T]],
     *,
-    judge: AsyncJudge[Any] | FromContext | None = None,
+    judge: AsyncJudge[JudgeResult] | FromContext | None = None,
     cache_policy: CachePolicy[Any] | None = None,
-) -> Callable[..., Awaitable[Any]]:
+) -> Callable[..., Awaitable[T]]:
     """The async node function ``afunc`` as a LangGraph node that runs under
     ``graph.invoke`` as well as ``graph.ainvoke``.
 
@@ -127,6 +131,9 @@ def graph_node(
     node's input alone, so it would answer for whatever model a later run
     names (cache model calls with ``CachedBackend`` instead, which is keyed
     by the verdict identity).
+
+    Any: LangGraph's ``CachePolicy`` is generic (and invariant) in its key
+    function's type, so ``CachePolicy[Any]`` is the one that accepts every policy.
     """
     if not inspect.iscoroutinefunction(afunc):
         raise TypeError(f"graph_node takes an async function, got {afunc!r}: add a sync one to the graph as it is")
@@ -146,7 +153,7 @@ def create_judge_node(
     *,
     inputs: InputMap = None,
     output_key: str = "verdict",
-) -> Callable[..., Any]:
+) -> Callable[..., Awaitable[dict[str, JudgeResult]]]:
     """A node: ``graph.add_node("judge", create_judge_node(judge, ...))``,
     for ``invoke`` and ``ainvoke`` alike.
 
@@ -155,9 +162,13 @@ def create_judge_node(
     from state keys of the same name, and a judge that takes a chat (a
     pointwise judge) reads a ``MessagesState``'s ``messages`` when the state
     has no ``response``.
+
+    Any: it takes judges of every input and result type (``Judge`` is
+    invariant in both), and an ``inputs`` function takes the user's graph
+    state, whose type only the user's graph knows.
     """
 
-    async def judge_node(state: Any, config: RunnableConfig, runtime: Any = None) -> dict[str, Any]:
+    async def judge_node(state: Any, config: RunnableConfig, runtime: Any = None) -> dict[str, JudgeResult]:
         value, context = _extract(state, inputs, judge.input_model), _context(runtime, config)
         if tracing_active(config):
             # A run of its own under the node, its model calls under it.
@@ -179,15 +190,20 @@ def create_batch_judge_node(
     items_key: str = "items",
     output_key: str = "results",
     default_concurrency: int = 16,
-) -> Callable[..., Any]:
+) -> Callable[..., Awaitable[dict[str, list[JudgeResult | JudgeInputError]]]]:
     """A node that judges a list in state, all within one node run.
 
     Concurrency comes from ``max_concurrency`` in the run config. Results are
     in input order; a malformed item yields its :class:`JudgeInputError`
     in place and the others still run.
+
+    Any: it takes judges of every input and result type, and ``Judge`` is
+    invariant in both, so only ``Judge[Any, Any]`` accepts them all.
     """
 
-    async def batch_judge_node(state: Any, config: RunnableConfig, runtime: Any = None) -> dict[str, Any]:
+    async def batch_judge_node(
+        state: Any, config: RunnableConfig, runtime: Any = None
+    ) -> dict[str, list[JudgeResult | JudgeInputError]]:
         items = _get(state, items_key)
         limit = (config or {}).get("max_concurrency") or default_concurrency
         results = await judge.ajudge_many(items, max_concurrency=limit, context=_context(runtime, config))

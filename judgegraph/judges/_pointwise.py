@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any, Literal, Unpack
 
 from judgegraph._templates import generic_rubric, rubric_text
@@ -109,7 +110,12 @@ class MultiTurnJudge(_ScoreJudge):
         return await self._judge_turn(item, last, backend)
 
     async def ajudge_turn(
-        self, value: Any, turn: int, *, backend: Backend | None = None, context: Context = None
+        self,
+        value: ConversationInput | Mapping[str, object],
+        turn: int,
+        *,
+        backend: Backend | None = None,
+        context: Context = None,
     ) -> PointwiseScore:
         """Judge the assistant message at index ``turn`` in its context."""
         item = coerce_input(ConversationInput, value)

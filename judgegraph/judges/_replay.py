@@ -55,7 +55,7 @@ class VerdictRecord(FrozenModel):
     label: Winner | int | None = Field(default=None, description="the human label, when known")
 
 
-def item_key(item: BaseModel | Mapping[str, Any]) -> str:
+def item_key(item: BaseModel | Mapping[str, object]) -> str:
     """A stable key for a judge input: a hash of its fields, so the same item
     gets the same key whatever its position in a dataset."""
     data = item.model_dump(mode="json", exclude_none=True) if isinstance(item, BaseModel) else dict(item)
@@ -93,7 +93,7 @@ def write_verdicts(path: str | Path, records: Iterable[VerdictRecord]) -> int:
 
 async def arecord_verdicts(
     judge: Judge[Any, Any],
-    items: Sequence[Any],
+    items: Sequence[BaseModel | Mapping[str, object]],
     *,
     labels: Sequence[Winner | int | None] | None = None,
     context: Context = None,
@@ -101,7 +101,11 @@ async def arecord_verdicts(
     key: Callable[[Any], str] = item_key,
 ) -> list[VerdictRecord]:
     """Run ``judge`` over ``items`` and return one record per judged item.
-    A malformed item raises :class:`JudgeInputError` naming it, before any call."""
+    A malformed item raises :class:`JudgeInputError` naming it, before any call.
+
+    Any: it takes judges of every input and result type, and ``Judge`` is
+    invariant in both, so only ``Judge[Any, Any]`` accepts them all; ``key``
+    is a function of that judge's own input model, so it is typed alike."""
     if labels is not None and len(labels) != len(items):
         raise ValueError(f"labels has {len(labels)} entries for {len(items)} items")
     checked = [coerce_input(judge.input_model, v, where=f"item {i}: ") for i, v in enumerate(items)]
@@ -136,6 +140,8 @@ class ReplayJudge(Judge[Any, Any]):
         cost_usd: float | None = None,
         latency_s: float | None = None,
     ) -> None:
+        """Any: ``key`` is a function of the recorded judge's own input model
+        (any model), so a key typed for that model must be accepted."""
         table: dict[str, Result] = {}
         seen: set[str] = set()
         if isinstance(records, Mapping):

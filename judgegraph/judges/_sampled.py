@@ -34,6 +34,7 @@ from judgegraph.types import worst_status as worst
 
 from ._base import Judge, JudgeInputError
 from ._composite import CompositeJudge, judge_name
+from ._contract import Context
 from ._model import ModelJudge
 
 __all__ = ["SampledAggregation", "SampledJudge", "create_sampled_judge", "takes_temperature"]
@@ -145,6 +146,9 @@ class SampledJudge(CompositeJudge):
         aggregation: SampledAggregation = "auto",
         name: str | None = None,
     ) -> None:
+        """Any: it takes model judges of every input and result type, and
+        ``ModelJudge`` is invariant in both, so only ``ModelJudge[Any, Any]``
+        accepts them all."""
         if not isinstance(judge, ModelJudge):
             raise TypeError(
                 f"create_sampled_judge needs a model judge (one that calls a backend), got {type(judge).__name__}"
@@ -170,7 +174,7 @@ class SampledJudge(CompositeJudge):
 
     # ------------------------------------------------------------ public API
 
-    def backend_for(self, context: Any) -> Backend | None:
+    def backend_for(self, context: Context) -> Backend | None:
         return self.base_judge.backend_for(context)
 
     def temperature_for(self, backend: Backend) -> float | None:
@@ -397,7 +401,11 @@ def create_sampled_judge(
     """``judge`` drawn ``k`` times per item (seeds ``seed .. seed+k-1``, at
     ``temperature`` where the model takes one), the draws voting: see
     :class:`SampledJudge`. ``min_ok`` (default: a majority of k) usable draws
-    are needed for a verdict."""
+    are needed for a verdict.
+
+    Any: it takes model judges of every input and result type, and
+    ``ModelJudge`` is invariant in both, so only ``ModelJudge[Any, Any]``
+    accepts them all."""
     return SampledJudge(
         judge, k=k, temperature=temperature, seed=seed, min_ok=min_ok, aggregation=aggregation, name=name
     )

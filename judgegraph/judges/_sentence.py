@@ -210,7 +210,7 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
         choices: Sequence[str] | None = None,
         scale: tuple[int, int] | None = None,
         choice_scores: Mapping[str, float | bool] | None = None,
-        examples: Sequence[LabelledExample | Mapping[str, Any]] = (),
+        examples: Sequence[LabelledExample | Mapping[str, object]] = (),
         k: int = 4,
         name: str | None = None,
         **options: Unpack[CallOptions],
@@ -242,7 +242,7 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
         )
         self._set_examples(examples)
 
-    def _set_examples(self, examples: Sequence[LabelledExample | Mapping[str, Any]]) -> None:
+    def _set_examples(self, examples: Sequence[LabelledExample | Mapping[str, object]]) -> None:
         # ``examples`` stays a public attribute: the judge's fingerprint (store and cache
         # keys) is its public settings. The index is private and built here, once.
         self.examples = self._check_examples(examples)
@@ -256,7 +256,9 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
             index = self._indexed[1]
         return index
 
-    def _check_examples(self, examples: Sequence[LabelledExample | Mapping[str, Any]]) -> tuple[LabelledExample, ...]:
+    def _check_examples(
+        self, examples: Sequence[LabelledExample | Mapping[str, object]]
+    ) -> tuple[LabelledExample, ...]:
         out = []
         for i, raw in enumerate(examples):
             ex = raw if isinstance(raw, LabelledExample) else LabelledExample.model_validate(raw)
@@ -267,7 +269,7 @@ class SentenceJudge(ModelJudge[PointwiseInput, LabelVerdict | PointwiseScore]):
             out.append(ex)
         return tuple(out)
 
-    def with_examples(self, examples: Sequence[LabelledExample | Mapping[str, Any]]) -> SentenceJudge:
+    def with_examples(self, examples: Sequence[LabelledExample | Mapping[str, object]]) -> SentenceJudge:
         """The same judge with other labelled examples (``()`` for none)."""
         clone = copy.copy(self)
         clone._set_examples(examples)
@@ -342,7 +344,7 @@ def create_judge(
     choices: Sequence[str] | None = None,
     scale: tuple[int, int] | None = None,
     choice_scores: Mapping[str, float | bool] | None = None,
-    examples: Sequence[LabelledExample | Mapping[str, Any]] = (),
+    examples: Sequence[LabelledExample | Mapping[str, object]] = (),
     k: int = 4,
     name: str | None = None,
     **options: Unpack[CallOptions],
@@ -394,7 +396,7 @@ def _verdict_of(result: Any) -> str | int | None:
 
 async def acheck_few_shot(
     judge: SentenceJudge,
-    labelled: Sequence[LabelledExample | Mapping[str, Any]],
+    labelled: Sequence[LabelledExample | Mapping[str, object]],
     *,
     held_out: float = 0.5,
     seed: int = 0,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from numbers import Real
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -24,7 +23,7 @@ from ._rubric import RubricJudge
 __all__ = ["check_threshold", "score_scale"]
 
 
-def _rubric(value: Any) -> Rubric | None:
+def _rubric(value: object) -> Rubric | None:
     if value is None or isinstance(value, Rubric):
         return value
     if isinstance(value, Mapping):
@@ -35,7 +34,7 @@ def _rubric(value: Any) -> Rubric | None:
     return None
 
 
-def score_scale(judge: Any, *, rubric: Rubric | Mapping[str, Any] | None = None) -> tuple[float, float] | None:
+def score_scale(judge: object, *, rubric: Rubric | Mapping[str, object] | None = None) -> tuple[float, float] | None:
     """The range of the score a threshold is compared with, for ``judge``
     grading with ``rubric``; None when the judge does not declare one.
 
@@ -62,7 +61,7 @@ def score_scale(judge: Any, *, rubric: Rubric | Mapping[str, Any] | None = None)
 
 
 def check_threshold(
-    threshold: Any, *, judge: Any, option: str, rubric: Rubric | Mapping[str, Any] | None = None
+    threshold: object, *, judge: object, option: str, rubric: Rubric | Mapping[str, object] | None = None
 ) -> float:
     """``threshold`` as a float, or ValueError naming ``option`` when it is not
     a number or lies outside ``(low, high]`` of the judge's score scale (see

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, Literal, Unpack, overload
+from typing import Literal, Unpack, overload
 
 from judgegraph._templates import rubric_text
 from judgegraph.backends import Backend
@@ -126,7 +126,7 @@ def create_trajectory_judge(
     args_overrides: Mapping[str, ArgsOverride] | None = None,
     swap: SwapPolicy | None = None,
     **options: Unpack[ModelJudgeOptions],
-) -> Any:
+) -> TrajectoryJudge | PairwiseTrajectoryJudge | TrajectoryMatchJudge:
     """A trajectory judge.
 
     - ``kind="rubric"`` (default): :class:`TrajectoryJudge`, a model grades
