@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from judgegraph.judges import AsyncJudge, Context, FromContext, as_async_judge
-from judgegraph.types import PointwiseInput
+from judgegraph.types import JudgeResult, PointwiseInput
 
 __all__ = [
     "CONTEXT_JUDGE",
@@ -33,7 +33,7 @@ __all__ = [
 JudgeLike = AsyncJudge
 """The judge contract, :class:`~judgegraph.judges.AsyncJudge` (the name graphs gave it first)."""
 
-JudgeSpec = AsyncJudge[Any] | FromContext
+JudgeSpec = AsyncJudge[JudgeResult] | FromContext
 """A judge object, or ``from_context(key)``: the judge the run's context holds under ``key``."""
 
 CONTEXT_JUDGE = FromContext("judge")
@@ -65,7 +65,7 @@ def check_spec(spec: object, *, graph: str) -> None:
         )
 
 
-def lookup_judge(spec: JudgeSpec | object, context: Context, *, graph: str) -> AsyncJudge[Any]:
+def lookup_judge(spec: JudgeSpec | object, context: Context, *, graph: str) -> AsyncJudge[JudgeResult]:
     """The judge ``spec`` names, under the judge contract (see
     :func:`~judgegraph.judges.as_async_judge`). A missing or wrong judge is a
     set-up error and raises, naming the key, rather than yielding a failed verdict."""
@@ -83,7 +83,7 @@ def lookup_judge(spec: JudgeSpec | object, context: Context, *, graph: str) -> A
         ) from None
 
 
-def check_judge_kind(judge: AsyncJudge[Any], *, graph: str, accepts: type[BaseModel] = PointwiseInput) -> None:
+def check_judge_kind(judge: AsyncJudge[JudgeResult], *, graph: str, accepts: type[BaseModel] = PointwiseInput) -> None:
     """A judge declares what it grades (``input_model``); one that grades
     something else here is a set-up error, raised at once. Judges that do
     not declare it are checked by what they return."""
@@ -95,7 +95,7 @@ def check_judge_kind(judge: AsyncJudge[Any], *, graph: str, accepts: type[BaseMo
         )
 
 
-def check_backends(judge: AsyncJudge[Any], context: Context, *, graph: str) -> None:
+def check_backends(judge: AsyncJudge[JudgeResult], context: Context, *, graph: str) -> None:
     """Raise now, not as a failed verdict, when a backend the judge (or any
     judge inside it) looks up in the run context is not there."""
     try:
@@ -104,7 +104,7 @@ def check_backends(judge: AsyncJudge[Any], context: Context, *, graph: str) -> N
         raise LookupError(f"{graph} graph: {exc}") from None
 
 
-def judge_name(judge: AsyncJudge[Any]) -> str:
+def judge_name(judge: AsyncJudge[JudgeResult]) -> str:
     return judge.name
 
 

@@ -88,6 +88,10 @@ def create_batch_graph(
     """A compiled batch graph; ``judge`` is ``from_context(key)`` or a judge object.
 
     Run it with ``config={"max_concurrency": 8, "configurable": {"thread_id": ...}}``.
+
+    Any: ``context_schema`` is the caller's own context type (the compiled graph's context
+    parameter follows it), and LangGraph's ``BaseCache`` and ``CachePolicy`` are generic in
+    types it leaves to the caller, so only ``Any`` accepts every one.
     """
     check_spec(judge, graph="batch")
 

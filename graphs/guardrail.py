@@ -169,6 +169,12 @@ def create_guardrail_graph(
     without one, an answer below the threshold is blocked. Each round is
     two graph steps: raise ``recursion_limit`` above 25 for more than about
     ten rounds. ``cache_policy`` is refused: a ValueError says why.
+
+    Any: ``context_schema`` is the caller's own context type (the compiled graph's context
+    parameter follows it), and LangGraph's ``BaseCache`` and ``CachePolicy`` are generic in
+    types it leaves to the caller, so only ``Any`` accepts every one.
+    ``threshold_from`` reads that same context, and ``reviser`` is whatever LangGraph's
+    ``add_node`` takes.
     """
     check_spec(judge, graph="guardrail")
     if cache_policy is not None:

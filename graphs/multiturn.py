@@ -145,6 +145,10 @@ def create_multiturn_graph(
     as good as its worst turn), ``mean``, or ``last``. ``turn_judge`` and
     ``conversation_judge`` are ``from_context(key)`` or judge objects;
     ``conversation_judge=None`` skips the whole-conversation judgement.
+
+    Any: ``context_schema`` is the caller's own context type (the compiled graph's context
+    parameter follows it), and LangGraph's ``BaseCache`` and ``CachePolicy`` are generic in
+    types it leaves to the caller, so only ``Any`` accepts every one.
     """
     check_spec(turn_judge, graph="multiturn")
     check_spec(conversation_judge, graph="multiturn")

@@ -72,6 +72,10 @@ def create_pairwise_graph(
     ``judge`` is ``from_context(key)`` (default ``from_context("judge")``) or a
     judge object. ``swap`` overrides the judge's own SwapPolicy (a
     PairwiseJudge's policy is used when not given).
+
+    Any: ``context_schema`` is the caller's own context type (the compiled graph's context
+    parameter follows it), and LangGraph's ``BaseCache`` and ``CachePolicy`` are generic in
+    types it leaves to the caller, so only ``Any`` accepts every one.
     """
     check_spec(judge, graph="pairwise")
 

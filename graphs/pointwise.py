@@ -54,7 +54,12 @@ def create_pointwise_graph(
     name: str = "pointwise",
 ) -> CompiledStateGraph[PointwiseState, Any, PointwiseGraphInput, PointwiseGraphOutput]:
     """A compiled one-node pointwise graph. ``judge`` is ``from_context(key)`` or a
-    judge object; ``rubric`` is the default when the input has none."""
+    judge object; ``rubric`` is the default when the input has none.
+
+    Any: ``context_schema`` is the caller's own context type (the compiled graph's context
+    parameter follows it), and LangGraph's ``BaseCache`` and ``CachePolicy`` are generic in
+    types it leaves to the caller, so only ``Any`` accepts every one.
+    """
     check_spec(judge, graph="pointwise")
 
     async def score(state: PointwiseState, runtime: Runtime[Any]) -> dict[str, Any]:

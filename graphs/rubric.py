@@ -64,7 +64,12 @@ def create_rubric_graph(
     name: str = "rubric",
 ) -> CompiledStateGraph[RubricState, Any, RubricGraphInput, RubricGraphOutput]:
     """A compiled rubric graph. ``judge`` (``from_context(key)`` or a judge object)
-    must return a PointwiseScore; ``criteria`` are the default criteria."""
+    must return a PointwiseScore; ``criteria`` are the default criteria.
+
+    Any: ``context_schema`` is the caller's own context type (the compiled graph's context
+    parameter follows it), and LangGraph's ``BaseCache`` and ``CachePolicy`` are generic in
+    types it leaves to the caller, so only ``Any`` accepts every one.
+    """
     check_spec(judge, graph="rubric")
     default = validate_criteria(criteria) if criteria is not None else None
 
