@@ -32,6 +32,10 @@ class PerLoop(Generic[T]):
             found = self._items[loop] = make()
         return found
 
+    def values(self) -> list[T]:
+        """Every object held now, one per live loop."""
+        return list(self._items.values())
+
     def drain(self) -> list[T]:
         """Every object held, forgotten here (the caller closes them)."""
         items = list(self._items.values())
