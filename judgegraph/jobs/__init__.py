@@ -1,5 +1,5 @@
 """Batch evaluation jobs: sources, a resumable SQLite store, rate limits,
-local and Ray engines, and reports."""
+engines behind one interface (local, batch API or vLLM batch, Ray), and reports."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from judgegraph.backends import RateLimitedBackend, RateLimiter, TokenBucket
 from judgegraph.judges import fingerprint_for, judge_fingerprint
 
 from ._batch import BatchEstimate, BatchOptions, aestimate_batch_job, arun_batch_job
+from ._engines import BatchEngine, Engine, LocalEngine, RayEngine, engine_for
 from ._recorder import JobProgress, JobSummary, ProgressCallback
 from ._runner import arun_job, arun_spec
 from ._sources import Shard, SourceChangedError, detect_format, expand_paths, iter_rows
@@ -38,9 +39,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BackendConfig",
+    "BatchEngine",
     "BatchEstimate",
     "BatchOptions",
     "CorrectedRate",
+    "Engine",
     "ItemRecord",
     "JobProgress",
     "JobSpec",
@@ -48,11 +51,13 @@ __all__ = [
     "JudgeConfig",
     "JudgeKind",
     "Limits",
+    "LocalEngine",
     "PreparedRow",
     "ProgressCallback",
     "RateFigure",
     "RateLimitedBackend",
     "RateLimiter",
+    "RayEngine",
     "ReportData",
     "ResultRecord",
     "RowPreparer",
@@ -77,6 +82,7 @@ __all__ = [
     "build_report",
     "config_hash",
     "detect_format",
+    "engine_for",
     "expand_paths",
     "fingerprint_for",
     "iter_rows",

@@ -6,13 +6,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sqlite3
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -23,6 +23,11 @@ from judgegraph._text_files import read_text
 
 from ._cli_progress import JobBars, print_summary
 from ._cli_progress import progress_display as _progress
+from ._engines import Engine, engine_for
+
+if TYPE_CHECKING:
+    from ._recorder import JobSummary
+    from ._spec import JobSpec
 
 __all__ = ["app", "eval_command", "report_command"]
 
@@ -142,74 +147,39 @@ def eval_command(
     Exits 0 when every row was judged ok, 1 when any row is unparsed, errored
     or invalid (unless --allow-failures), 2 on bad usage or configuration and
     3 when the store could not be written."""
-    from judgegraph.types import Pricing
-
-    from . import JobSpec
-    from ._runner import arun_spec
-    from ._store import Store
-    from ._store_guard import StoreCommitError, StoreError
-
     console = Console(stderr=True)
-    try:
-        if spec_file is not None:
-            data = _load_spec_file(spec_file)
-            if source:
-                data.setdefault("source", {})["path"] = list(source)
-            if concurrency is not None:
-                data.setdefault("limits", {})["concurrency"] = concurrency
-            spec = JobSpec.model_validate(data)
-        else:
-            if not source:
-                raise _fail(console, "give input files, or --spec")
-            if model is None and vllm_model:  # the name the requests carry and run_batch serves
-                model = Path(vllm_model).name
-            if model is None:
-                need = "--vllm-model (the model folder)" if batch_engine == "vllm" else "--model (or use --spec)"
-                raise _fail(console, f"{need} is required")
-            pricing = None
-            if price_in is not None or price_out is not None:
-                pricing = Pricing(input_per_mtok=price_in or 0.0, output_per_mtok=price_out or 0.0)
-            crit = json.loads(read_text(criteria)) if criteria is not None else None
-            data = {
-                "source": {
-                    "path": list(source),
-                    "format": fmt,
-                    "fields": _parse_pairs(mapping, "--map"),
-                    "label": label,
-                    "label_map": _parse_pairs(label_map, "--label-map") or None,
-                    "category": category,
-                    "id": item_id,
-                },
-                "judge": {
-                    "kind": kind,
-                    "template": template,
-                    "swap": {"mode": swap} if swap else None,
-                    "mode": mode,
-                    "criteria": crit,
-                    "structured": False if no_structured else None,
-                },
-                "backend": {
-                    "kind": backend,
-                    "model": model,
-                    "base_url": base_url,
-                    "api_key_env": api_key_env,
-                    "max_attempts": max_attempts,
-                    "timeout_s": timeout,
-                    "pricing": pricing.model_dump() if pricing else None,
-                    "structured_output": not no_structured,
-                },
-                "limits": {"concurrency": concurrency or 32, "rpm": rpm, "tpm": tpm},
-            }
-            spec = JobSpec.model_validate(data)
-    except typer.Exit:  # already reported
-        raise
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise _fail(console, f"invalid job: {problems}") from None
-    except (ValueError, OSError) as exc:
-        raise _fail(console, str(exc)) from None
-    except Exception as exc:  # a YAML syntax error, and the like: one line, not a traceback
-        raise _fail(console, f"{spec_file}: {type(exc).__name__}: {exc}") from None
+    spec = _spec_from_flags(
+        console,
+        spec_file=spec_file,
+        source=source,
+        concurrency=concurrency,
+        flags=_JobFlags(
+            kind=kind,
+            fmt=fmt,
+            mapping=mapping,
+            label=label,
+            label_map=label_map,
+            category=category,
+            item_id=item_id,
+            model=model,
+            backend=backend,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            template=template,
+            swap=swap,
+            mode=mode,
+            criteria=criteria,
+            no_structured=no_structured,
+            price_in=price_in,
+            price_out=price_out,
+            rpm=rpm,
+            tpm=tpm,
+            max_attempts=max_attempts,
+            timeout=timeout,
+            vllm_model=vllm_model,
+            batch_engine=batch_engine,
+        ),
+    )
 
     from ._batch_cli import batch_options as _batch_options
 
@@ -235,39 +205,159 @@ def eval_command(
 
         _dry_run(console, spec, store, batch_options, as_json=as_json, rerun_failed=rerun_failed)
         return
+    try:
+        runner = engine_for(
+            engine, batch_api=batch_api, batch_options=batch_options, ray_actors=ray_actors, ray_address=ray_address
+        )
+    except ValueError as exc:
+        raise _fail(console, str(exc)) from None
+    summary = _run_guarded(
+        console,
+        runner,
+        spec,
+        store,
+        store_timeout=store_timeout,
+        run_id=run_id,
+        rerun_failed=rerun_failed,
+        progress=progress,
+    )
+    _print_result(console, summary, as_json=as_json, allow_failures=allow_failures)
+
+
+@dataclass(frozen=True)
+class _JobFlags:
+    """The flags that describe a job when no ``--spec`` is given."""
+
+    kind: str
+    fmt: str
+    mapping: list[str] | None
+    label: str | None
+    label_map: list[str] | None
+    category: str | None
+    item_id: str | None
+    model: str | None
+    backend: str
+    base_url: str | None
+    api_key_env: str
+    template: str | None
+    swap: str | None
+    mode: str
+    criteria: Path | None
+    no_structured: bool
+    price_in: float | None
+    price_out: float | None
+    rpm: float | None
+    tpm: float | None
+    max_attempts: int
+    timeout: float
+    vllm_model: str | None
+    batch_engine: str | None
+
+    def spec_data(self, source: list[str], concurrency: int | None) -> dict[str, object]:
+        """The flags mapped onto JobSpec's config models (validated by the caller)."""
+        from judgegraph.types import Pricing
+
+        model = self.model
+        if model is None and self.vllm_model:  # the name the requests carry and run_batch serves
+            model = Path(self.vllm_model).name
+        if model is None:
+            need = "--vllm-model (the model folder)" if self.batch_engine == "vllm" else "--model (or use --spec)"
+            raise ValueError(f"{need} is required")
+        pricing = None
+        if self.price_in is not None or self.price_out is not None:
+            pricing = Pricing(input_per_mtok=self.price_in or 0.0, output_per_mtok=self.price_out or 0.0)
+        crit = json.loads(read_text(self.criteria)) if self.criteria is not None else None
+        return {
+            "source": {
+                "path": list(source),
+                "format": self.fmt,
+                "fields": _parse_pairs(self.mapping, "--map"),
+                "label": self.label,
+                "label_map": _parse_pairs(self.label_map, "--label-map") or None,
+                "category": self.category,
+                "id": self.item_id,
+            },
+            "judge": {
+                "kind": self.kind,
+                "template": self.template,
+                "swap": {"mode": self.swap} if self.swap else None,
+                "mode": self.mode,
+                "criteria": crit,
+                "structured": False if self.no_structured else None,
+            },
+            "backend": {
+                "kind": self.backend,
+                "model": model,
+                "base_url": self.base_url,
+                "api_key_env": self.api_key_env,
+                "max_attempts": self.max_attempts,
+                "timeout_s": self.timeout,
+                "pricing": pricing.model_dump() if pricing else None,
+                "structured_output": not self.no_structured,
+            },
+            "limits": {"concurrency": concurrency or 32, "rpm": self.rpm, "tpm": self.tpm},
+        }
+
+
+def _spec_from_flags(
+    console: Console,
+    *,
+    spec_file: Path | None,
+    source: list[str] | None,
+    concurrency: int | None,
+    flags: _JobFlags,
+) -> JobSpec:
+    """The job the command line describes: ``--spec`` (with the sources and
+    concurrency given beside it), or the flags mapped onto the config models.
+    Any problem is one line on stderr and exit code 2."""
+    from . import JobSpec
+
+    try:
+        if spec_file is not None:
+            data = _load_spec_file(spec_file)
+            if source:
+                data.setdefault("source", {})["path"] = list(source)
+            if concurrency is not None:
+                data.setdefault("limits", {})["concurrency"] = concurrency
+            return JobSpec.model_validate(data)
+        if not source:
+            raise _fail(console, "give input files, or --spec")
+        return JobSpec.model_validate(flags.spec_data(source, concurrency))
+    except typer.Exit:  # already reported
+        raise
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise _fail(console, f"invalid job: {problems}") from None
+    except (ValueError, OSError) as exc:
+        raise _fail(console, str(exc)) from None
+    except Exception as exc:  # a YAML syntax error, and the like: one line, not a traceback
+        raise _fail(console, f"{spec_file}: {type(exc).__name__}: {exc}") from None
+
+
+def _run_guarded(
+    console: Console,
+    runner: Engine,
+    spec: JobSpec,
+    store: Path,
+    *,
+    store_timeout: float,
+    run_id: str | None,
+    rerun_failed: bool,
+    progress: bool,
+) -> JobSummary:
+    """Run the job on ``runner`` into the store, turning every way it can stop
+    into one line and an exit code; what was judged is saved first."""
+    from ._store import Store
+    from ._store_guard import StoreCommitError, StoreError
+
     bar = _progress(console) if progress else None
     on_progress = JobBars(bar)
 
     try:
         on_progress.start()
-        if engine not in ("local", "ray"):
-            raise _fail(console, f"--engine must be local or ray, not {engine!r}")
         st = Store(store, busy_timeout_s=store_timeout)
         try:
-            if engine == "local" or batch_api:
-                summary = asyncio.run(
-                    arun_spec(
-                        spec,
-                        store=st,
-                        run_id=run_id,
-                        rerun_failed=rerun_failed,
-                        progress=on_progress,
-                        batch_api=batch_api,
-                        batch_options=batch_options,
-                    )
-                )
-            else:
-                from ._ray import run_spec_ray
-
-                summary = run_spec_ray(
-                    spec,
-                    store=st,
-                    run_id=run_id,
-                    rerun_failed=rerun_failed,
-                    progress=on_progress,
-                    actors=ray_actors,
-                    address=ray_address,
-                )
+            summary = runner.run(spec, store=st, run_id=run_id, rerun_failed=rerun_failed, progress=on_progress)
         except BaseException as exc:
             try:
                 st.close()  # one more try at what is buffered
@@ -307,7 +397,11 @@ def eval_command(
         raise _fail(console, str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)) from None
     if bar is not None:
         bar.stop()
+    return summary
 
+
+def _print_result(console: Console, summary: JobSummary, *, as_json: bool, allow_failures: bool) -> None:
+    """The summary on stdout (JSON or text), failed rows on stderr, and the exit code rows give."""
     if as_json:
         sys.stdout.write(summary.model_dump_json(indent=2) + "\n")
         if not allow_failures and (summary.unparsed or summary.errors or summary.invalid):
