@@ -114,28 +114,21 @@ def _fields(state: GuardrailState, rubric: Rubric | None) -> dict[str, Any]:
 _SCORE_FIELDS = ("score", "weighted_score")
 
 
-def _score_of(verdict: Any) -> float | None:
-    for attr in _SCORE_FIELDS:
-        value = getattr(verdict, attr, None)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    return None
-
-
-def _unusable_score(verdict: Any, scale: tuple[float, float] | None) -> str | None:
-    """Why a verdict's score cannot be held against the threshold (None when
-    it can): missing, not a number, not finite, or off the judge's scale.
-    Any judge's, a custom one's included; the guardrail's policy decides then."""
+def _read_score(verdict: object, scale: tuple[float, float] | None) -> tuple[float | None, str | None]:
+    """The verdict's score to hold against the threshold, or why it cannot be
+    (missing, not a number, not finite, off the judge's scale): one rule, for
+    any judge's verdict, a custom one's included; the guardrail's policy
+    decides the unusable ones."""
     value = next((v for a in _SCORE_FIELDS if (v := getattr(verdict, a, None)) is not None), None)
     if value is None:
-        return "the verdict has no score"
+        return None, "the verdict has no score"
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"the verdict's score {value!r} is not a number"
+        return None, f"the verdict's score {value!r} is not a number"
     if not math.isfinite(value):
-        return f"the verdict's score {value} is not finite"
+        return None, f"the verdict's score {value} is not finite"
     if scale is not None and not scale[0] <= value <= scale[1]:
-        return f"the verdict's score {value:g} is off the judge's scale {scale[0]:g}-{scale[1]:g}"
-    return None
+        return None, f"the verdict's score {value:g} is off the judge's scale {scale[0]:g}-{scale[1]:g}"
+    return float(value), None
 
 
 def create_guardrail_graph(
@@ -242,7 +235,9 @@ def create_guardrail_graph(
                 verdict, timed_out = None, True
                 down = f"the judge's verdict came after the {timeout_s:g} s budget"
         status = Status.ERROR if verdict is None else getattr(verdict, "status", Status.OK)
-        score = _score_of(verdict) if verdict is not None else None
+        score, unusable = (
+            _read_score(verdict, score_scale(found, rubric=rubric)) if verdict is not None else (None, None)
+        )
         if down is None and status is not Status.OK:
             down = f"the judge's verdict is {status.value}: {getattr(verdict, 'reason', None)}"
         if down is None and not any(hasattr(verdict, a) for a in _SCORE_FIELDS):
@@ -250,8 +245,8 @@ def create_guardrail_graph(
                 f"guardrail graph: the judge returned a {type(verdict).__name__} with no score: "
                 "it needs a pointwise or rubric judge"
             )
-        if down is None and (unusable := _unusable_score(verdict, score_scale(found, rubric=rubric))) is not None:
-            down, score = f"{unusable}, so it cannot be held against the threshold", None
+        if down is None and unusable is not None:
+            down = f"{unusable}, so it cannot be held against the threshold"
         action: Action
         if down is not None:
             action = fallback
