@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from judgegraph._text_files import read_text
+from judgegraph._internal.text_files import read_text
 
 from ._classifier import ClassifierOptions
 from ._dataset import DatasetConfig

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
-from judgegraph._text_files import open_text, read_text
+from judgegraph._internal.text_files import open_text, read_text
 from judgegraph.types import PairwiseInput, PairwiseVerdict, PointwiseInput, PointwiseScore, Rubric, Winner
 
 __all__ = [

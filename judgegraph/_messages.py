@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._json import DuplicateKeyError, loads_unique
+from ._internal.strict_json import DuplicateKeyError, loads_unique
 
 __all__ = ["check_tool_links", "last_exchange", "message_text", "normalize_messages"]
 

@@ -20,8 +20,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ._json import DuplicateKeyError, loads_unique
-from ._markers import (
+from ._internal.markers import (
     HSPACE,
     LINE_BREAKS,
     RESULT_MARKER,
@@ -30,6 +29,7 @@ from ._markers import (
     drop_format_chars,
     raw_offset,
 )
+from ._internal.strict_json import DuplicateKeyError, loads_unique
 from ._score_distribution import topk_distribution
 from ._templates import DELIM_CLOSE, DELIM_OPEN, ParserKind
 from .types import TokenLogprob

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._markers import neutralize_markers
+from ._internal.markers import neutralize_markers
 from .types import JSONValue, JudgeInputError, Message, Rubric
 
 __all__ = [

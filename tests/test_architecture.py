@@ -38,6 +38,8 @@ def test_import_contracts_hold(tmp_path: Path) -> None:
         ("flywheel/_scratch.py", "from judgegraph.jobs._store import Store\n", "judgegraph.jobs._store"),
         # upward: the judges layer importing a graph
         ("judges/_scratch.py", "import judgegraph.graphs\n", "judgegraph.graphs"),
+        # the shared helpers import nothing from judgegraph
+        ("_internal/_scratch.py", "import judgegraph.types\n", "judgegraph.types"),
     ],
 )
 def test_a_forbidden_import_fails_the_check_and_is_named(tmp_path: Path, module: str, line: str, expect: str) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from judgegraph._json import loads_unique
+from judgegraph._internal.strict_json import loads_unique
 from judgegraph.types import FrozenModel, Provenance, Status
 
 __all__ = ["GraderInput", "GraderResult", "GraderSample"]

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from judgegraph._text_files import open_text
+from judgegraph._internal.text_files import open_text
 
 from ..types import Status
 from ._report_data import ReportComparison, ReportData, _Acc, _cascade_curve, _confusion, corrected_estimates

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from judgegraph._text_files import open_text
+from judgegraph._internal.text_files import open_text
 
 from ._sources_files import SourceRow, _Bad, _csv_rows, _iter_json_lines, _iter_json_stream, _json_rows, _parquet_rows
 from ._sources_traces import _langsmith_rows, _otel_rows

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from judgegraph._text_files import open_text
+from judgegraph._internal.text_files import open_text
 
 from ._sources_json import iter_json_records
 

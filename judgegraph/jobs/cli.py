@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from judgegraph._text_files import read_text
+from judgegraph._internal.text_files import read_text
 
 from ._cli_progress import JobBars, print_summary
 from ._cli_progress import progress_display as _progress

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from judgegraph._text_files import sniff_encoding
+from judgegraph._internal.text_files import sniff_encoding
 from judgegraph.jobs import iter_rows
 from judgegraph.jobs._report import read_labels
 

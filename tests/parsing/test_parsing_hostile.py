@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from judgegraph._markers import drop_format_chars, is_format_char, raw_offset
+from judgegraph._internal.markers import drop_format_chars, is_format_char, raw_offset
 from judgegraph._parsing import MAX_OUTPUT_CHARS, value_distribution
 from judgegraph._templates import DELIM_CLOSE, DELIM_OPEN
 from judgegraph.judges import ParseError, parse_output
@@ -233,7 +233,7 @@ def test_the_format_character_table_covers_this_python() -> None:
     # slow); on a newer Unicode it must still cover every Cf character.
     cf = (chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf")
     missing = [f"U+{ord(ch):04X}" for ch in cf if not is_format_char(ch)]
-    assert not missing, f"add to judgegraph._markers._CF_RANGES: {missing}"
+    assert not missing, f"add to judgegraph._internal.markers._CF_RANGES: {missing}"
 
 
 def test_offsets_map_back_through_removed_runs() -> None:
