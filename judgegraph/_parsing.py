@@ -73,7 +73,7 @@ _ECHO_BEGIN = re.compile(re.escape(DELIM_OPEN) + r"begin\b", re.I)
 _ECHO_END = re.compile(
     re.escape(DELIM_OPEN) + r"end\b[^" + DELIM_OPEN + DELIM_CLOSE + r"\n]{0,40}" + re.escape(DELIM_CLOSE), re.I
 )
-# Markers (see _markers), the separator and the value share one line: a
+# Markers (see _internal.markers), the separator and the value share one line: a
 # marker spanning a line break could be assembled from two evaluated fields
 # echoed one above the other. Quantifiers next to each other are possessive (``*+``): plain
 # ``\s*`` runs side by side backtracked in cubic time on blank lines.

@@ -120,7 +120,7 @@ def neutralize(text: str) -> str:
     A marker's brackets become parentheses, including those of a marker cut
     in two at either edge of the text (``…[`` / ``RESULT] 5``), so fields
     placed side by side cannot form one between them, and of markers hidden
-    with invisible format characters (see ``_markers``).
+    with invisible format characters (see ``_internal.markers``).
     """
     return neutralize_markers(text.replace(DELIM_OPEN, "[").replace(DELIM_CLOSE, "]"))
 
