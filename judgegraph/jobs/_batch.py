@@ -33,7 +33,7 @@ from ._batch_api import AnswerBackend, AnswerBook, BatchOptions, BatchSettler, m
 from ._batch_store import BatchTable
 from ._judging import fingerprint_for, judge_prepared
 from ._recorder import JobProgress, JobSummary, ProgressCallback, _Recorder, _summary
-from ._runner import _claim, _open, default_run_id
+from ._run_setup import claim_row, default_run_id, open_store
 from ._sources import check_unchanged, count_rows, expand_paths, iter_rows, resume_notice, source_state
 from ._spec import PreparedRow, RowPreparer, SourceConfig, config_hash
 from ._store import Store
@@ -258,7 +258,7 @@ async def arun_batch_job(
     fp = fingerprint_for(judge, context, engine=opt.engine_identity())
     chash = config_hash(fp)
     run_id = run_id or default_run_id(source, chash)
-    st, owned = _open(store)
+    st, owned = open_store(store)
     if local:
         from ._batch_vllm import client_for
 
@@ -275,7 +275,7 @@ async def arun_batch_job(
         try:
             claimed: set[str] = set()
             todo = [
-                p for r in iter_rows(paths, source.format) if (p := _claim(preparer, r, rec, claimed, rerun_failed))
+                p for r in iter_rows(paths, source.format) if (p := claim_row(preparer, r, rec, claimed, rerun_failed))
             ]
             check_unchanged(before, paths)  # before any batch is paid for
             book = AnswerBook()
@@ -341,7 +341,7 @@ async def aestimate_batch_job(
     judge = _check(judge, context)
     preparer = RowPreparer(kind, source)
     chash = config_hash(fingerprint_for(judge, context, engine=opt.engine_identity()))
-    st, owned = _open(store) if store is not None else (None, False)
+    st, owned = open_store(store) if store is not None else (None, False)
     try:
         todo: list[PreparedRow] = []
         for r in iter_rows(expand_paths(source.path), source.format):

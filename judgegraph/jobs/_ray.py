@@ -25,7 +25,8 @@ from judgegraph.judges import Judge, coerce_input
 
 from ._judging import fingerprint_for, judge_prepared, limit_context
 from ._recorder import JobProgress, JobSummary, ProgressCallback, _Recorder, _summary
-from ._runner import _pool_size, default_run_id
+from ._run_setup import default_run_id
+from ._runner import _pool_size
 from ._sources import (
     Shard,
     check_unchanged,

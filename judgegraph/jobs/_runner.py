@@ -15,7 +15,6 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from judgegraph.backends import Backend, RateLimiter
@@ -24,6 +23,7 @@ from judgegraph.judges import FromContext, Judge
 from ._batch_vllm import spec_backend
 from ._judging import failure_record, fingerprint_for, judge_prepared, limit_context, verdict_record
 from ._recorder import JobProgress, JobSummary, ProgressCallback, _Recorder, _summary
+from ._run_setup import claim_row, default_run_id, open_store
 from ._sources import check_unchanged, count_rows, expand_paths, iter_rows, resume_notice, source_state
 from ._spec import (
     JobSpec,
@@ -39,18 +39,6 @@ from ._store_guard import StoreCommitError, StoreError
 __all__ = ["arun_job", "arun_spec"]
 
 _log = logging.getLogger("judgegraph.jobs")
-
-
-def default_run_id(source: SourceConfig, config_hash: str) -> str:
-    first = source.path if isinstance(source.path, str) else (source.path[0] if source.path else "run")
-    stem = Path(first).stem.replace("*", "") or "run"
-    return f"{stem}-{config_hash[:8]}"
-
-
-def _open(store: Store | str | os.PathLike[str]) -> tuple[Store, bool]:
-    if isinstance(store, Store):
-        return store, False
-    return Store(store), True
 
 
 async def arun_job(
@@ -114,7 +102,7 @@ async def arun_job(
     fp = fingerprint_for(judge, context)
     chash = config_hash(fp)
     run_id = run_id or default_run_id(source, chash)
-    st, owned = _open(store)
+    st, owned = open_store(store)
     try:
         run_spec = dict(spec) if spec is not None else {"source": source.model_dump(mode="json"), "judge": fp}
         info, resumed = st.open_run(run_id, config_hash=chash, kind=kind, spec={**run_spec, "source_state": before})
@@ -227,29 +215,6 @@ async def _drive(
     work_task.result()  # the work's own error, if it had one
 
 
-def _claim(
-    preparer: RowPreparer, srow: Any, rec: _Recorder, claimed: set[str], rerun_failed: bool
-) -> PreparedRow | None:
-    """Prepare and record one source row; return it when it still needs judging.
-
-    An invalid row, a repeat of an input already claimed in this run (judged
-    once, recorded for both rows), or an item the store already holds is
-    recorded and skipped.
-    """
-    prep = preparer(srow)
-    rec.row(prep)
-    if prep.item is None:
-        return None
-    assert prep.item_hash is not None
-    if prep.item_hash in claimed:
-        rec.cached()
-        return None
-    if not rec.needs_judging(prep, rerun_failed):
-        return None
-    claimed.add(prep.item_hash)
-    return prep
-
-
 async def _drive_pool(
     preparer: RowPreparer,
     rows: Any,
@@ -270,7 +235,7 @@ async def _drive_pool(
     def next_item() -> PreparedRow | None:
         # Synchronous: no other worker runs between reading a row and claiming it.
         for srow in source:
-            prep = _claim(preparer, srow, rec, inflight, rerun_failed)
+            prep = claim_row(preparer, srow, rec, inflight, rerun_failed)
             if prep is not None:
                 return prep
         return None
@@ -330,7 +295,7 @@ async def _drive_batches(
         seen.clear()
 
     for srow in rows:
-        prep = _claim(preparer, srow, rec, seen, rerun_failed)
+        prep = claim_row(preparer, srow, rec, seen, rerun_failed)
         if prep is None:
             continue
         chunk.append(prep)
