@@ -54,11 +54,12 @@ class Engine(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class LocalEngine:
-    """Judges in this process, live calls to the spec's backend."""
+class _InProcess:
+    """An engine that runs :func:`~judgegraph.jobs.arun_spec` on an event loop of this process;
+    a subclass says whether the model calls go through a batch API, and with which options."""
 
-    name: ClassVar[str] = "local"
+    def _batch(self) -> tuple[bool, BatchOptions | None]:
+        raise NotImplementedError
 
     def run(
         self,
@@ -71,13 +72,32 @@ class LocalEngine:
     ) -> JobSummary:
         from ._runner import arun_spec
 
+        batch_api, options = self._batch()
         return asyncio.run(
-            arun_spec(spec, store=store, run_id=run_id, rerun_failed=rerun_failed, progress=progress, batch_api=False)
+            arun_spec(
+                spec,
+                store=store,
+                run_id=run_id,
+                rerun_failed=rerun_failed,
+                progress=progress,
+                batch_api=batch_api,
+                batch_options=options,
+            )
         )
 
 
 @dataclass(frozen=True)
-class BatchEngine:
+class LocalEngine(_InProcess):
+    """Judges in this process, live calls to the spec's backend."""
+
+    name: ClassVar[str] = "local"
+
+    def _batch(self) -> tuple[bool, BatchOptions | None]:
+        return False, None
+
+
+@dataclass(frozen=True)
+class BatchEngine(_InProcess):
     """Sends the model calls through a batch API at its discount: the
     provider's, or vLLM's offline ``run_batch`` when ``options.engine`` is
     ``"vllm"``. ``options=None``: the spec's ``batch_api`` options."""
@@ -88,28 +108,8 @@ class BatchEngine:
     def name(self) -> str:
         return "batch-vllm" if self.options is not None and self.options.engine == "vllm" else "batch-api"
 
-    def run(
-        self,
-        spec: JobSpec,
-        *,
-        store: Store,
-        run_id: str | None = None,
-        rerun_failed: bool = False,
-        progress: ProgressCallback | None = None,
-    ) -> JobSummary:
-        from ._runner import arun_spec
-
-        return asyncio.run(
-            arun_spec(
-                spec,
-                store=store,
-                run_id=run_id,
-                rerun_failed=rerun_failed,
-                progress=progress,
-                batch_api=True,
-                batch_options=self.options,
-            )
-        )
+    def _batch(self) -> tuple[bool, BatchOptions | None]:
+        return True, self.options
 
 
 @dataclass(frozen=True)
