@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -143,9 +144,10 @@ def split_pandalm_by_prompt(
     )
 
 
-class _Kept(BaseModel):
+@dataclass(frozen=True)
+class _Kept:
     items: list[PandaLMItem]
-    keys: list[str] = Field(description="the kept prompts, in the seeded order")
+    keys: list[str]  # the kept prompts, in the seeded order
     dropped_empty: int
     dropped_duplicates: int
 

@@ -24,13 +24,12 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from judgegraph.backends import Endpoint, parse_endpoint
 from judgegraph.cascade import Abstain, CascadeJudge, LowConfidence, Tier
 from judgegraph.datasets import PandaLMItem
 from judgegraph.judges import Judge
-from judgegraph.types import PairwiseVerdict
 
 from ._budget import _pick_budget, batch_threshold, escalation_rule
 from ._combine import CombinedTeacher, TeacherConfusion, merged_table
@@ -47,6 +46,8 @@ from ._models import FoldPlan, QuickstartOptions, QuickstartResult
 from ._stored import _stored_results, paired_agreement, table_row
 
 __all__ = ["arun_quickstart", "run_quickstart"]
+
+_V = TypeVar("_V")
 
 
 # ------------------------------------------------------------------ sources
@@ -256,7 +257,7 @@ async def arun_quickstart(
             others = {h for h in labels if fold_by_hash[h] != k}
             mine = [h for h in lres if fold_by_hash[h] == k]
             o_local, o_teacher = _only(lres, others), _only(tres, others)
-            o_labels = {h: labels[h] for h in others}
+            o_labels = _only(labels, others)
             confusion = TeacherConfusion.count(o_teacher, o_labels)
             up = merged_table(o_local, o_teacher, confusion, list(o_labels)) if opts.merge else o_teacher
             choice = _pick_budget(
@@ -349,8 +350,8 @@ def _fold_by_hash(store: Any, run_id: str, fold_of: dict[str, int]) -> dict[str,
     return {r.item_hash: fold_of[r.input["instruction"]] for r in store.rows(run_id, with_input=True)}
 
 
-def _only(results: dict[str, PairwiseVerdict], keys: set[str]) -> dict[str, PairwiseVerdict]:
-    return {h: v for h, v in results.items() if h in keys}
+def _only(by_hash: dict[str, _V], keys: set[str]) -> dict[str, _V]:
+    return {h: v for h, v in by_hash.items() if h in keys}
 
 
 def _plan_line(plan: FoldPlan) -> str:
