@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from typing_extensions import TypedDict
@@ -41,14 +41,18 @@ from judgegraph.graphs import (
     create_rubric_graph,
 )
 from judgegraph.judges import (
-    Judge,
+    AsyncJudge,
+    Context,
     ajudge_one_order,
     create_multiturn_judge,
     create_pairwise_judge,
     create_pointwise_judge,
     find_in_context,
 )
-from judgegraph.types import PairwiseInput, PairwiseVerdict, Pricing, SwapPolicy
+from judgegraph.types import JudgeResult, PairwiseInput, PairwiseVerdict, Pricing, SwapPolicy
+
+if TYPE_CHECKING:
+    from judgegraph.backends import OpenAIBackend
 
 __all__ = [
     "MAX_SERVED_BACKENDS",
@@ -87,7 +91,7 @@ class EnvBackend:
     def __init__(self, model: str = "", base_url: str | None = None) -> None:
         self.model = model
         self.base_url = base_url
-        self._backend: Any = None  # an OpenAIBackend once called
+        self._backend: OpenAIBackend | None = None  # made by the first call
         self._busy = 0  # calls in flight
         self.retired = False  # out of the served cache: closed whenever idle
 
@@ -100,8 +104,7 @@ class EnvBackend:
             self._backend = OpenAIBackend(self.model, base_url=self.base_url, api_key=os.environ.get("OPENAI_API_KEY"))
         self._busy += 1
         try:
-            result: GenerateResult = await self._backend.generate(request)
-            return result
+            return await self._backend.generate(request)
         finally:
             self._busy -= 1
             if self.retired and not self._busy:
@@ -170,14 +173,14 @@ class ServedBackends:
         return len(self._items)
 
 
-def _text(context: Any, key: str) -> str | None:
+def _text(context: Context, key: str) -> str | None:
     value = find_in_context(context, key)
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise ValueError(f"context.{key} must be a non-empty string, got {value!r}")
     return value
 
 
-def backend_for(context: Any) -> EnvBackend:
+def backend_for(context: Context) -> EnvBackend:
     """The backend a served run asks for, one per (model, endpoint), reused
     while it is among the ``MAX_SERVED_BACKENDS`` used last."""
     default_url = os.environ.get("JUDGEGRAPH_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
@@ -204,34 +207,38 @@ class ServedJudge:
 
     order_policy: SwapPolicy | None = None
 
-    def __init__(self, judge: Judge[Any, Any]) -> None:
+    def __init__(self, judge: AsyncJudge[JudgeResult]) -> None:
         self.judge = judge
         self.name = judge.name
-        self.input_model: type[BaseModel] = judge.input_model
+        self.input_model: type[BaseModel] | None = judge.input_model
 
     @property
     def needs_batch(self) -> bool:
         return self.judge.needs_batch
 
-    async def ajudge(self, value: Any, *, context: Any = None) -> Any:
+    async def ajudge(self, value: Any, *, context: Context = None) -> JudgeResult:
+        """Judge ``value`` with the backend the context's model and endpoint name.
+
+        Any: the wrapped judge's own input model (or a mapping of its fields),
+        as :class:`~judgegraph.judges.AsyncJudge` takes it."""
         backend = backend_for(context)
         await _backends.aclose_retired()  # what this lookup pushed out, if nobody is using it
         return await self.judge.ajudge(value, context={"backend": backend})
 
-    async def ajudge_order(self, item: PairwiseInput, *, swapped: bool, context: Any = None) -> PairwiseVerdict:
+    async def ajudge_order(self, item: PairwiseInput, *, swapped: bool, context: Context = None) -> PairwiseVerdict:
         return await ajudge_one_order(self, item, swapped=swapped, context=context)
 
-    def check_context(self, context: Any) -> None:
+    def check_context(self, context: Context) -> None:
         """Nothing to check: the backend is made from the context when called."""
 
-    def config_fingerprint(self) -> Mapping[str, Any] | None:
+    def config_fingerprint(self) -> Mapping[str, object] | None:
         return None
 
 
 GUARDRAIL_THRESHOLD = 4.0
 
 
-def threshold_from(context: Any) -> float:
+def threshold_from(context: Context) -> float:
     """The guardrail threshold a served run asks for, else 4."""
     value = find_in_context(context, "threshold")
     if value is None:
@@ -241,7 +248,7 @@ def threshold_from(context: Any) -> float:
     return float(value)
 
 
-def _served(judge: Judge[Any, Any]) -> ServedJudge:
+def _served(judge: AsyncJudge[JudgeResult]) -> ServedJudge:
     return ServedJudge(judge)
 
 

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-PACKAGES = ("judgegraph.judges", "judgegraph.backends", "judgegraph.graphs")
+# graphs.serve is what `langgraph dev` loads: its served judge is public too.
+PACKAGES = ("judgegraph.judges", "judgegraph.backends", "judgegraph.graphs", "judgegraph.graphs.serve")
 
 
 def _ours(cls: type) -> bool:
