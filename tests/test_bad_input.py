@@ -185,6 +185,7 @@ async def test_over_context_item_fails_clearly_and_alone_on_an_http_backend(tmp_
     assert problem.startswith("row 2: error: HTTP 400") and "maximum context length" in problem
 
 
+@pytest.mark.timing
 async def test_over_context_prompt_fails_before_running_on_the_in_process_model(tiny_model: Path) -> None:
     from judgegraph import TransformersBackend
 

@@ -207,7 +207,7 @@ def test_excluded_backend_arguments_leave_the_identity_alone(cls: type[Any]) -> 
     others: dict[str, Any] = {
         "api_key": "sk-another-key-9876543210",
         "token": "hf_another_token_9876543210",
-        "retry": RetryPolicy(max_attempts=9, timeout_s=1.0),
+        "retry": RetryPolicy(max_attempts=9, timeout_s=1.0),  # timing-lint: a setting, never waited on
         "pricing": Pricing(input_per_mtok=1.0, output_per_mtok=2.0),
         "max_connections": 7,
         "client": None,  # the default: the backend builds its own for the same server

@@ -68,6 +68,7 @@ async def test_a_batch_starts_from_its_shared_head_and_generates_the_same(
     assert cached.prefix_cache.tokens_saved - saved >= len(reqs) * system_tokens
 
 
+@pytest.mark.timing
 async def test_one_prompt_at_a_time_reuses_the_head_learnt_from_its_predecessor(format_model: Path) -> None:
     lone = TransformersBackend(format_model, max_batch_size=1, batch_wait_s=0.0)
     plain = TransformersBackend(format_model, max_batch_size=1, batch_wait_s=0.0, prefix_cache=False)
@@ -81,6 +82,7 @@ async def test_one_prompt_at_a_time_reuses_the_head_learnt_from_its_predecessor(
     assert lone.prefix_cache.hits == len(QUESTIONS) - 1
 
 
+@pytest.mark.timing
 async def test_value_logprobs_are_unchanged_by_the_head(
     cached: TransformersBackend, plain: TransformersBackend
 ) -> None:
@@ -90,6 +92,7 @@ async def test_value_logprobs_are_unchanged_by_the_head(
         assert a == pytest.approx(b, abs=1e-4)  # two float32 paths: see _same
 
 
+@pytest.mark.timing
 async def test_a_pairwise_judge_gives_the_same_verdicts(
     cached: TransformersBackend, plain: TransformersBackend
 ) -> None:
@@ -103,6 +106,7 @@ async def test_a_pairwise_judge_gives_the_same_verdicts(
     assert [(r.status, r.winner, r.raw_text) for r in got] == [(r.status, r.winner, r.raw_text) for r in want]
 
 
+@pytest.mark.timing
 async def test_a_prompt_that_is_all_head_still_gets_an_input_token(cached: TransformersBackend) -> None:
     # The same prompt twice: their common prefix is the whole prompt, but
     # generation needs at least one token of its own to continue from.

@@ -19,6 +19,7 @@ def backend(format_model: Path) -> TransformersBackend:
     return TransformersBackend(format_model, max_batch_size=8, batch_wait_s=0.02)
 
 
+@pytest.mark.timing
 async def test_score_distribution_matches_the_model_logits(backend: TransformersBackend) -> None:
     judge = PointwiseJudge(backend, max_tokens=12)
     result = await judge.ajudge({"instruction": "Add 2 and 2.", "response": "4"})
@@ -100,6 +101,7 @@ async def test_mixed_lengths_run_as_separate_calls_in_request_order(split: Trans
     assert [r.usage.prompt_tokens for r in together] == [r.usage.prompt_tokens for r in alone]
 
 
+@pytest.mark.timing
 def test_grouping_by_length(split: TransformersBackend, unsplit: TransformersBackend) -> None:
     assert split._groups([10, 100, 11, 10]) == [[0, 3, 2], [1]]
     assert split._groups([50, 52, 49, 51]) == [[2, 0, 3, 1]]  # little padding: one call
@@ -112,6 +114,7 @@ def test_negative_max_padding_is_refused(format_model: Path) -> None:
         TransformersBackend(format_model, max_padding=-0.1)
 
 
+@pytest.mark.timing
 async def test_pairwise_on_the_tiny_model_reports_status(backend: TransformersBackend) -> None:
     # The tiny model was only taught the pointwise format: pairwise outputs are
     # not verdicts, and the judge must say so rather than invent a winner.

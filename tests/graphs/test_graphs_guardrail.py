@@ -159,7 +159,7 @@ def test_options_are_checked() -> None:
     with pytest.raises(ValueError, match="fail_policy"):
         create_guardrail_graph(threshold=4, fail_policy="maybe")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="timeout_s"):
-        create_guardrail_graph(threshold=4, fail_policy="open", timeout_s=0)
+        create_guardrail_graph(threshold=4, fail_policy="open", timeout_s=0)  # timing-lint: refused at build time
 
 
 # ---------------------------------------------------------------- in an app

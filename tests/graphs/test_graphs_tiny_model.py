@@ -86,6 +86,7 @@ async def test_pairwise_graph_flags_a_model_that_cannot_answer_the_format(backen
     assert len(v.orders) == 2 and all(o.provenance.attempts == 2 for o in v.orders)
 
 
+@pytest.mark.timing
 async def test_guardrail_and_batch_graphs(backend: Any) -> None:
     # The lowest threshold the 1-5 scale allows: a threshold of 1 would pass every score, and is refused.
     guard = create_guardrail_graph(threshold=2, fail_policy="closed", timeout_s=60)

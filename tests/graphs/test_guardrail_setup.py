@@ -138,6 +138,7 @@ async def test_a_rubric_judge_with_signed_levels_reads_negative_scores() -> None
 
 
 @pytest.mark.parametrize(("policy", "action"), POLICIES)
+@pytest.mark.timing
 async def test_a_huge_fenced_output_is_decided_by_the_policy(policy: Any, action: str) -> None:
     # Regression: a fenced JSON verdict cut off in a long whitespace run took
     # seconds to parse, and the guardrail decided long after its budget.
